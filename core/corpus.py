@@ -1,0 +1,164 @@
+"""The tokenised corpus every model and metric reads: vocabulary, tokens, document-term matrix."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+import scipy.sparse as sp
+
+
+@dataclass(frozen=True, eq=False)
+class Corpus:
+    """A tokenised corpus over a fixed vocabulary.
+
+    Parameters
+    ----------
+    vocabulary : tuple of str
+        Words, in the corpus order (word id = position).
+    token_ids : ndarray of int32, shape (n_tokens,)
+        Every document's tokens, concatenated in reading order.
+    doc_offsets : ndarray of int64, shape (n_documents + 1,)
+        Document d holds ``token_ids[doc_offsets[d]:doc_offsets[d + 1]]``.
+    partitions : tuple of str or None
+        OCTIS partition of each document ("train", "val" or "test").
+    labels : tuple of str or None
+        A class label per document, where the corpus has them.
+    name, source : str
+        A short name and where the corpus was read from.
+    preprocessing : dict
+        The preprocessing settings that produced the tokens (recorded with every result).
+    dropped_documents : tuple of int
+        Input line numbers (0-based) of documents dropped because no word was left.
+    """
+
+    vocabulary: tuple
+    token_ids: np.ndarray
+    doc_offsets: np.ndarray
+    partitions: tuple | None = None
+    labels: tuple | None = None
+    name: str = "corpus"
+    source: str = ""
+    preprocessing: dict = field(default_factory=dict)
+    dropped_documents: tuple = ()
+
+    @property
+    def n_documents(self) -> int:
+        return len(self.doc_offsets) - 1
+
+    @property
+    def n_words(self) -> int:
+        return len(self.vocabulary)
+
+    @property
+    def n_tokens(self) -> int:
+        return int(self.doc_offsets[-1])
+
+    @cached_property
+    def word_index(self) -> dict:
+        """Word -> id."""
+        return {word: i for i, word in enumerate(self.vocabulary)}
+
+    @cached_property
+    def doc_term(self) -> sp.csr_matrix:
+        """Document-term count matrix (D x V, int32, sorted column indices)."""
+        doc_of_token = np.repeat(np.arange(self.n_documents), np.diff(self.doc_offsets))
+        matrix = sp.csr_matrix(
+            (np.ones(self.n_tokens, dtype=np.int32), (doc_of_token, self.token_ids)),
+            shape=(self.n_documents, self.n_words),
+        )
+        matrix.sum_duplicates()
+        matrix.sort_indices()
+        return matrix
+
+    def document(self, d: int) -> np.ndarray:
+        """Token ids of document d."""
+        return self.token_ids[self.doc_offsets[d] : self.doc_offsets[d + 1]]
+
+    def texts(self) -> list[list[str]]:
+        """Documents as lists of word strings (the form gensim and most baselines take)."""
+        vocab = self.vocabulary
+        return [[vocab[t] for t in self.document(d)] for d in range(self.n_documents)]
+
+    def fingerprint(self) -> str:
+        """A stable SHA-256 of the tokens, vocabulary, partitions, labels and preprocessing."""
+        return self._fingerprint
+
+    @cached_property
+    def _fingerprint(self) -> str:
+        digest = hashlib.sha256()
+        digest.update("\n".join(self.vocabulary).encode("utf-8"))
+        digest.update(b"\0tokens")
+        digest.update(np.ascontiguousarray(self.token_ids, dtype="<i4").tobytes())
+        digest.update(np.ascontiguousarray(self.doc_offsets, dtype="<i8").tobytes())
+        for name, values in (("partitions", self.partitions), ("labels", self.labels)):
+            digest.update(f"\0{name}".encode())
+            if values is not None:
+                digest.update("\n".join(values).encode("utf-8"))
+        digest.update(b"\0preprocessing")
+        digest.update(json.dumps(self.preprocessing, sort_keys=True, default=str).encode())
+        return digest.hexdigest()
+
+    def subset(self, documents, *, name: str | None = None) -> "Corpus":
+        """The corpus restricted to the given document ids (same vocabulary)."""
+        documents = np.asarray(documents, dtype=np.int64)
+        lengths = np.diff(self.doc_offsets)[documents]
+        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        tokens = (
+            np.concatenate([self.document(d) for d in documents]).astype(np.int32)
+            if len(documents)
+            else np.zeros(0, dtype=np.int32)
+        )
+        pick = (lambda values: None if values is None else tuple(values[d] for d in documents))
+        return Corpus(
+            vocabulary=self.vocabulary,
+            token_ids=tokens,
+            doc_offsets=offsets,
+            partitions=pick(self.partitions),
+            labels=pick(self.labels),
+            name=name or self.name,
+            source=self.source,
+            preprocessing=self.preprocessing,
+        )
+
+    def split(self, partition: str) -> "Corpus":
+        """The documents of one OCTIS partition ("train", "val" or "test")."""
+        if self.partitions is None:
+            raise ValueError(f"corpus {self.name!r} has no partitions")
+        ids = [d for d, p in enumerate(self.partitions) if p == partition]
+        return self.subset(ids, name=f"{self.name}[{partition}]")
+
+    def summary(self) -> dict:
+        """Sizes and identity, for logs and run records."""
+        return {
+            "name": self.name,
+            "source": self.source,
+            "documents": self.n_documents,
+            "vocabulary": self.n_words,
+            "tokens": self.n_tokens,
+            "dropped_documents": len(self.dropped_documents),
+            "fingerprint": self.fingerprint(),
+        }
+
+
+def corpus_from_token_lists(
+    documents,
+    vocabulary=None,
+    *,
+    name: str = "corpus",
+    **metadata,
+) -> Corpus:
+    """Build a :class:`Corpus` from documents given as lists of word strings or word ids.
+
+    Without ``vocabulary`` the words are ordered by corpus frequency, most frequent first
+    (ties: alphabetical). Used by tests and synthetic corpora; readers go through
+    :func:`topicbench.core.preprocess.build_corpus`.
+    """
+    from .preprocess import build_corpus
+
+    return build_corpus(
+        [list(doc) for doc in documents], vocabulary=vocabulary, name=name, **metadata
+    )

@@ -1,0 +1,258 @@
+"""Candidate topics: keyword generators (spec §2) and user-given topic matrices.
+
+A candidate matrix ``L`` (topics x vocabulary) is stored as a per-row constant plus the entries
+that beat it. For keyword topics the stored entries are the words that co-occur with the keyword
+in some document, so the dense |V| x |V| matrix is never built.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numba
+import numpy as np
+import scipy.sparse as sp
+
+from . import _kernels
+from .config import GENERATOR_EPSILON, GENERATORS, LABEL_JOINER
+from .corpus import Corpus
+from .validation import InputError, check_labels, check_topic_matrix
+
+logger = logging.getLogger(__name__)
+
+_GENERATOR_CODES = {
+    "raw_umass": _kernels.RAW_UMASS,
+    "exp_umass": _kernels.EXP_UMASS,
+    "cooccurrence": _kernels.COOCCURRENCE,
+}
+
+
+@dataclass(frozen=True, eq=False)
+class Candidates:
+    """Candidate topics ``L[t, v]`` (log-scores), each with a label.
+
+    Parameters
+    ----------
+    row_constants : ndarray, shape (n_topics,)
+        ``L[t, v]`` for every word v not stored in row t.
+    indptr, indices, values : ndarrays
+        CSR rows of the stored entries (word ids sorted); ``values > row_constants[row]``.
+    n_words : int
+        Vocabulary size.
+    labels : tuple of str
+        One label per topic (the keyword, or joined keywords for collapsed rows).
+    keywords : tuple of tuple of int or None
+        Keyword word ids of each topic (keyword generators only).
+    generator : str
+        ``raw_umass``, ``exp_umass``, ``cooccurrence`` or ``topic_matrix``.
+    """
+
+    row_constants: np.ndarray
+    indptr: np.ndarray
+    indices: np.ndarray
+    values: np.ndarray
+    n_words: int
+    labels: tuple
+    keywords: tuple | None = None
+    generator: str = "topic_matrix"
+    settings: dict = field(default_factory=dict)
+
+    @property
+    def n_topics(self) -> int:
+        return len(self.row_constants)
+
+    @property
+    def n_stored(self) -> int:
+        return int(self.indptr[-1])
+
+    @property
+    def nbytes(self) -> int:
+        """Memory held by the row and column stores."""
+        rows = self.row_constants.nbytes + self.indptr.nbytes + self.indices.nbytes + self.values.nbytes
+        columns = sum(a.nbytes for a in self.__dict__.get("columns", ()))
+        return rows + columns
+
+    @cached_property
+    def columns(self) -> tuple:
+        """(col_indptr, col_topics, col_values): each word's entries sorted by value, high to low."""
+        by_column = sp.csr_matrix(
+            (self.values, self.indices, self.indptr), shape=(self.n_topics, self.n_words)
+        ).tocsc()
+        by_column.sort_indices()
+        col_indptr = by_column.indptr.astype(np.int64)
+        col_topics = by_column.indices.astype(np.int32)
+        col_values = by_column.data.astype(np.float64)
+        _kernels.sort_columns_by_value(col_indptr, col_topics, col_values)
+        return col_indptr, col_topics, col_values
+
+    @cached_property
+    def constants_descending(self) -> np.ndarray:
+        """Topic ids by row constant, high to low (ties: lower id first)."""
+        return np.argsort(-self.row_constants, kind="stable").astype(np.int64)
+
+    def row(self, topic: int) -> np.ndarray:
+        """Dense row ``L[topic, :]``."""
+        out = np.full(self.n_words, self.row_constants[topic])
+        span = slice(self.indptr[topic], self.indptr[topic + 1])
+        out[self.indices[span]] = self.values[span]
+        return out
+
+    def to_dense(self) -> np.ndarray:
+        """Dense ``L`` (topics x words); for small problems and tests only."""
+        return np.vstack([self.row(t) for t in range(self.n_topics)]) if self.n_topics else np.zeros((0, self.n_words))
+
+    def top_words(self, topic: int, n: int, vocabulary) -> list[str]:
+        """The n words with the highest score in a topic (ties: lower word id first)."""
+        span = slice(self.indptr[topic], self.indptr[topic + 1])
+        words, values = self.indices[span], self.values[span]
+        order = np.lexsort((words, -values))[:n]
+        top = [vocabulary[w] for w in words[order]]
+        if len(top) < n:  # the rest tie at the row constant: take them in vocabulary order
+            stored = set(words.tolist())
+            top += [vocabulary[w] for w in range(self.n_words) if w not in stored][: n - len(top)]
+        return top
+
+    def probabilities(self, topics=None) -> np.ndarray:
+        """Rows of softmax(L): topic-word distributions (dense; the selected topics only)."""
+        topics = range(self.n_topics) if topics is None else topics
+        rows = [self.row(t) for t in topics]
+        if not rows:
+            return np.zeros((0, self.n_words))
+        dense = np.vstack(rows)
+        dense -= dense.max(axis=1, keepdims=True)
+        np.exp(dense, out=dense)
+        dense /= dense.sum(axis=1, keepdims=True)
+        return dense
+
+
+def document_cooccurrence(corpus: Corpus) -> sp.csr_matrix:
+    """C = B^T B: the number of documents containing both words (sparse, int64, symmetric)."""
+    binary = corpus.doc_term
+    doc_indptr = binary.indptr.astype(np.int64)
+    doc_words = binary.indices.astype(np.int64)
+    by_word = binary.tocsc()
+    by_word.sort_indices()
+    word_indptr = by_word.indptr.astype(np.int64)
+    word_docs = by_word.indices.astype(np.int64)
+    n_words = corpus.n_words
+    n_chunks = numba.get_num_threads()
+    lengths = _kernels.cooccurrence_row_lengths(
+        doc_indptr, doc_words, word_indptr, word_docs, n_words, n_chunks
+    )
+    indptr = np.zeros(n_words + 1, dtype=np.int64)
+    np.cumsum(lengths, out=indptr[1:])
+    indices, counts = _kernels.cooccurrence_rows(
+        doc_indptr, doc_words, word_indptr, word_docs, indptr, n_words, n_chunks
+    )
+    return sp.csr_matrix((counts, indices, indptr), shape=(n_words, n_words))
+
+
+def keyword_candidates(
+    corpus: Corpus, generator: str = "raw_umass", *, epsilon: float = GENERATOR_EPSILON,
+    collapse: bool = True,
+) -> Candidates:
+    """One candidate topic per keyword of the vocabulary (spec §2).
+
+    ``raw_umass``:    L[w*, v] = log(C[w*,v] + eps) - log sum_v' (C[w*,v'] + eps)
+    ``exp_umass``:    L[w*, v] = (C[w*,v] + eps) - logsumexp_v' (C[w*,v'] + eps)
+    ``cooccurrence``: L[w*, v] = C[w*,v] + eps
+
+    Identical rows collapse into one topic labelled with the keywords joined by ``---``.
+    """
+    if generator not in GENERATORS:
+        raise InputError(f"unknown generator {generator!r}; available: {', '.join(GENERATORS)}")
+    if corpus.n_documents == 0 or corpus.n_tokens == 0:
+        raise InputError(f"corpus {corpus.name!r} has no tokens to build keyword topics from")
+    cooc = document_cooccurrence(corpus)
+    code = _GENERATOR_CODES[generator]
+    log_norm, constants = _kernels.keyword_row_normalisers(
+        cooc.indptr, cooc.data, corpus.n_words, code, epsilon
+    )
+    # Rows of L are identical exactly when the keywords' co-occurrence rows are (spec §2).
+    groups = _identical_rows(cooc) if collapse else [[w] for w in range(corpus.n_words)]
+    kept_words = np.array([group[0] for group in groups], dtype=np.int64)
+    topic_of_word = np.full(corpus.n_words, -1, dtype=np.int64)
+    topic_of_word[kept_words] = np.arange(len(kept_words))
+    indptr, indices, values = _kernels.keyword_rows(
+        cooc.indptr, cooc.indices, cooc.data, kept_words, log_norm, code, epsilon
+    )
+    candidates = Candidates(
+        row_constants=constants[kept_words],
+        indptr=indptr,
+        indices=indices,
+        values=values,
+        n_words=corpus.n_words,
+        labels=tuple(LABEL_JOINER.join(corpus.vocabulary[w] for w in group) for group in groups),
+        keywords=tuple(tuple(group) for group in groups),
+        generator=generator,
+        settings={
+            "generator": generator,
+            "epsilon": epsilon,
+            "collapse_identical": collapse,
+            "collapsed_rows": int(corpus.n_words - len(groups)),
+        },
+    )
+    # C is symmetric, so the column store comes straight from C's rows (no transpose).
+    candidates.__dict__["columns"] = _kernels.keyword_columns(
+        cooc.indptr, cooc.indices, cooc.data, topic_of_word, log_norm, code, epsilon
+    )
+    logger.info(
+        "%s: %d keyword topics (%d identical rows collapsed), %d stored entries",
+        generator, len(groups), corpus.n_words - len(groups), candidates.n_stored,
+    )
+    return candidates
+
+
+def _identical_rows(cooc: sp.csr_matrix) -> list[list[int]]:
+    """Groups of words whose co-occurrence rows are identical, in vocabulary order."""
+    hashes = _kernels.integer_row_hashes(cooc.indptr, cooc.indices, cooc.data)
+    _, first, inverse = np.unique(hashes, return_index=True, return_inverse=True)
+    representative = first[inverse]
+    groups = {}
+    for w in range(len(hashes)):
+        r = int(representative[w])
+        if r != w and not _csr_rows_equal(cooc, r, w):  # a hash collision: keep it apart
+            r = w
+        groups.setdefault(r, []).append(w)
+    return [groups[r] for r in sorted(groups)]
+
+
+def _csr_rows_equal(matrix: sp.csr_matrix, a: int, b: int) -> bool:
+    span_a = slice(matrix.indptr[a], matrix.indptr[a + 1])
+    span_b = slice(matrix.indptr[b], matrix.indptr[b + 1])
+    return np.array_equal(matrix.indices[span_a], matrix.indices[span_b]) and np.array_equal(
+        matrix.data[span_a], matrix.data[span_b]
+    )
+
+
+def topic_matrix_candidates(log_phi, labels=None, *, vocabulary=None, n_words: int | None = None) -> Candidates:
+    """Any topic matrix of log-scores (e.g. log phi of a fitted LDA) as candidates.
+
+    Each row's minimum becomes its constant; only entries above it are stored.
+    """
+    n_words = n_words if n_words is not None else (len(vocabulary) if vocabulary is not None else None)
+    if n_words is None:
+        n_words = np.shape(log_phi)[1] if np.ndim(log_phi) == 2 else 0
+    matrix = check_topic_matrix(log_phi, n_words)
+    labels = check_labels(labels if labels is not None else [f"topic_{t}" for t in range(len(matrix))], len(matrix))
+    constants = matrix.min(axis=1)
+    stored = sp.csr_matrix(np.where(matrix > constants[:, None], matrix, 0.0))
+    # csr_matrix drops zeros: keep stored entries whose value is exactly 0.0 as well
+    mask = matrix > constants[:, None]
+    if stored.nnz != int(mask.sum()):
+        rows, cols = np.nonzero(mask)
+        stored = sp.csr_matrix((matrix[rows, cols], (rows, cols)), shape=matrix.shape)
+    stored.sort_indices()
+    return Candidates(
+        row_constants=constants.astype(np.float64),
+        indptr=stored.indptr.astype(np.int64),
+        indices=stored.indices.astype(np.int32),
+        values=stored.data.astype(np.float64),
+        n_words=n_words,
+        labels=tuple(labels),
+        keywords=None,
+        generator="topic_matrix",
+        settings={"generator": "topic_matrix"},
+    )

@@ -1,0 +1,120 @@
+"""Corpus readers (OCTIS folder, one document a line, the built-in Lee corpus) and writers."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+from .corpus import Corpus
+from .preprocess import PreprocessConfig, preprocess
+from .validation import InputError
+
+logger = logging.getLogger(__name__)
+
+BUILTIN_CORPUS = "lee"
+OCTIS_PARTITIONS = ("train", "val", "test")
+
+
+def load_corpus(source=None, config: PreprocessConfig | None = None, *, name: str | None = None) -> Corpus:
+    """Read and preprocess a corpus.
+
+    ``source`` is ``None`` or ``"lee"`` (gensim's bundled Lee news corpus, 300 documents), an
+    OCTIS folder (``corpus.tsv`` and optional ``vocabulary.txt``), or a text file with one
+    document a line.
+    """
+    config = config or PreprocessConfig()
+    if source is None or str(source) == BUILTIN_CORPUS:
+        return read_builtin_corpus(config)
+    path = Path(source)
+    if not path.exists():
+        raise InputError(f"corpus not found: {path} (give an OCTIS folder, a text file or 'lee')")
+    if path.is_dir():
+        return read_octis_folder(path, config, name=name)
+    return read_text_file(path, config, name=name)
+
+
+def read_builtin_corpus(config: PreprocessConfig | None = None) -> Corpus:
+    """gensim's bundled Lee background corpus (300 news articles), one document a line."""
+    from gensim.test.utils import datapath
+
+    return read_text_file(datapath("lee_background.cor"), config, name=BUILTIN_CORPUS)
+
+
+def read_text_file(path, config: PreprocessConfig | None = None, *, name: str | None = None) -> Corpus:
+    """A plain text file with one document a line. Blank lines are empty documents (dropped)."""
+    path = Path(path)
+    lines = _read_lines(path)
+    if not lines:
+        raise InputError(f"corpus file {path} is empty: it has no documents")
+    return preprocess(
+        lines, config, name=name or path.stem, source=str(path.resolve())
+    )
+
+
+def read_octis_folder(folder, config: PreprocessConfig | None = None, *, name: str | None = None) -> Corpus:
+    """An OCTIS folder: ``corpus.tsv`` (``text<TAB>partition[<TAB>label]``), optional
+    ``vocabulary.txt`` (one word a line) that fixes the vocabulary and its order."""
+    folder = Path(folder)
+    corpus_file = folder / "corpus.tsv"
+    if not corpus_file.is_file():
+        raise InputError(f"{folder} is not an OCTIS corpus folder: {corpus_file.name} is missing")
+    texts, partitions, labels = [], [], []
+    lines = _read_lines(corpus_file)
+    if not lines:
+        raise InputError(f"{corpus_file} is empty: it has no documents")
+    for number, line in enumerate(lines, start=1):
+        fields = line.split("\t")
+        if not 2 <= len(fields) <= 3:
+            raise InputError(
+                f"{corpus_file} line {number}: expected 'text<TAB>partition[<TAB>label]', "
+                f"got {len(fields)} field{'s' if len(fields) != 1 else ''}"
+            )
+        if fields[1] not in OCTIS_PARTITIONS:
+            raise InputError(
+                f"{corpus_file} line {number}: partition must be one of {', '.join(OCTIS_PARTITIONS)}, "
+                f"got {fields[1]!r}"
+            )
+        texts.append(fields[0])
+        partitions.append(fields[1])
+        labels.append(fields[2] if len(fields) == 3 else None)
+    has_labels = [label is not None for label in labels]
+    if any(has_labels) and not all(has_labels):
+        first = has_labels.index(False) + 1
+        raise InputError(f"{corpus_file} line {first}: has no label while other lines do")
+    vocabulary = None
+    vocabulary_file = folder / "vocabulary.txt"
+    if vocabulary_file.is_file():
+        vocabulary = [w.strip() for w in _read_lines(vocabulary_file) if w.strip()]
+        if not vocabulary:
+            raise InputError(f"{vocabulary_file} is empty")
+    return preprocess(
+        texts,
+        config,
+        vocabulary=vocabulary,
+        partitions=partitions,
+        labels=labels if all(has_labels) else None,
+        name=name or folder.name,
+        source=str(folder.resolve()),
+    )
+
+
+def _read_lines(path: Path) -> list[str]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise InputError(f"{path} is not UTF-8 text (byte {error.start}): {error.reason}") from None
+    except OSError as error:
+        raise InputError(f"cannot read {path}: {error.strerror}") from None
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line.rstrip("\r") for line in lines]
+
+
+def write_json(data: dict, path) -> Path:
+    """Write a JSON document (UTF-8, indented), creating parent folders."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return path

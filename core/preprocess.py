@@ -1,0 +1,247 @@
+"""Preprocessing: raw texts -> tokens -> :class:`Corpus`, with every setting recorded."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+
+import numpy as np
+
+from .corpus import Corpus
+from .validation import InputError
+
+logger = logging.getLogger(__name__)
+
+UNKNOWN_WORD_POLICIES = ("error", "drop")
+
+
+@dataclass(frozen=True)
+class PreprocessConfig:
+    """How raw text becomes tokens. Recorded with every result (``to_dict``).
+
+    Parameters
+    ----------
+    preprocessed : bool
+        Take the texts as they are: tokens split on single spaces, nothing else changed
+        (the ``../shared/data`` corpora). All other text settings are then ignored.
+    lowercase : bool
+    token_pattern : str
+        Regular expression whose matches are the tokens (default: words of 2+ letters).
+    stopwords : str or tuple of str
+        ``"english"`` (gensim's list), ``"none"``, or the words themselves.
+    stem : bool
+        Snowball (English) stemming, as in the E-LDA paper's preprocessing.
+    min_df, max_df : int or float
+        Keep words in at least ``min_df`` and at most ``max_df`` documents (a float is a share
+        of documents). Ignored when a vocabulary is given.
+    min_doc_length : int
+        Drop documents with fewer tokens than this after preprocessing (counted, with a warning).
+    unknown_words : {"error", "drop"}
+        What to do with tokens missing from a given vocabulary.
+    """
+
+    preprocessed: bool = False
+    lowercase: bool = True
+    token_pattern: str = r"(?u)\b[^\W\d_]{2,}\b"
+    stopwords: str | tuple = "english"
+    stem: bool = False
+    min_df: int | float = 1
+    max_df: int | float = 1.0
+    min_doc_length: int = 1
+    unknown_words: str = "error"
+
+    def __post_init__(self):
+        if self.unknown_words not in UNKNOWN_WORD_POLICIES:
+            raise InputError(
+                f"unknown_words must be one of {UNKNOWN_WORD_POLICIES}, got {self.unknown_words!r}"
+            )
+        if isinstance(self.stopwords, list):
+            object.__setattr__(self, "stopwords", tuple(self.stopwords))
+        if isinstance(self.stopwords, str) and self.stopwords not in ("english", "none"):
+            raise InputError(f"stopwords must be 'english', 'none' or a list, got {self.stopwords!r}")
+        if self.min_doc_length < 1:
+            raise InputError(f"min_doc_length must be >= 1, got {self.min_doc_length}")
+        try:
+            re.compile(self.token_pattern)
+        except re.error as error:
+            raise InputError(f"token_pattern {self.token_pattern!r} is not a regular expression: {error}")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, settings: dict | None) -> "PreprocessConfig":
+        settings = dict(settings or {})
+        known = set(cls.__dataclass_fields__)
+        unknown = sorted(set(settings) - known)
+        if unknown:
+            raise InputError(f"unknown preprocessing settings {unknown}; known: {sorted(known)}")
+        return cls(**settings)
+
+
+def tokenize(text: str, config: PreprocessConfig) -> list[str]:
+    """One document's tokens under ``config``."""
+    if config.preprocessed:
+        return [token for token in text.split(" ") if token]
+    if config.lowercase:
+        text = text.lower()
+    tokens = _pattern(config.token_pattern).findall(text)
+    stopwords = _stopwords(config.stopwords)
+    if stopwords:
+        tokens = [t for t in tokens if t not in stopwords]
+    if config.stem:
+        tokens = _stemmer().stemWords(tokens)
+    return tokens
+
+
+def preprocess(
+    texts,
+    config: PreprocessConfig | None = None,
+    *,
+    vocabulary=None,
+    partitions=None,
+    labels=None,
+    name: str = "corpus",
+    source: str = "",
+) -> Corpus:
+    """Raw texts -> :class:`Corpus`.
+
+    Documents left with fewer than ``config.min_doc_length`` tokens are dropped with a warning
+    that counts them; their input positions are kept in ``Corpus.dropped_documents``.
+    """
+    config = config or PreprocessConfig()
+    documents = [tokenize(text, config) for text in texts]
+    return build_corpus(
+        documents,
+        vocabulary=vocabulary,
+        config=config,
+        partitions=partitions,
+        labels=labels,
+        name=name,
+        source=source,
+    )
+
+
+def build_corpus(
+    documents: list,
+    *,
+    vocabulary=None,
+    config: PreprocessConfig | None = None,
+    partitions=None,
+    labels=None,
+    name: str = "corpus",
+    source: str = "",
+) -> Corpus:
+    """Token lists -> :class:`Corpus` (vocabulary, frequency pruning, empty-document removal)."""
+    config = config or PreprocessConfig(preprocessed=True)
+    if len(documents) == 0:
+        raise InputError(f"corpus {name!r} is empty: it has no documents")
+    for values, what in ((partitions, "partitions"), (labels, "labels")):
+        if values is not None and len(values) != len(documents):
+            raise InputError(f"{what} has {len(values)} entries for {len(documents)} documents")
+
+    given_vocabulary = vocabulary is not None
+    if not given_vocabulary:
+        vocabulary = _vocabulary_by_frequency(documents, config)
+    else:
+        vocabulary = tuple(vocabulary)
+        if len(set(vocabulary)) != len(vocabulary):
+            dupes = [w for w, c in Counter(vocabulary).items() if c > 1]
+            raise InputError(f"the vocabulary lists {len(dupes)} words twice, e.g. {dupes[:5]}")
+    index = {word: i for i, word in enumerate(vocabulary)}
+    documents = _map_to_ids(documents, index, config, given_vocabulary=given_vocabulary)
+
+    keep = [d for d, doc in enumerate(documents) if len(doc) >= config.min_doc_length]
+    dropped = tuple(d for d, doc in enumerate(documents) if len(doc) < config.min_doc_length)
+    if dropped:
+        logger.warning(
+            "corpus %r: dropped %d of %d documents with fewer than %d tokens after preprocessing "
+            "(first input lines: %s)",
+            name, len(dropped), len(documents), config.min_doc_length,
+            ", ".join(str(d + 1) for d in dropped[:5]),
+        )
+    if not keep:
+        raise InputError(
+            f"corpus {name!r}: no document has {config.min_doc_length} or more tokens after "
+            "preprocessing (check the stop words, frequency limits and the file's content)"
+        )
+    lengths = np.array([len(documents[d]) for d in keep], dtype=np.int64)
+    offsets = np.zeros(len(keep) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    tokens = np.fromiter(
+        (t for d in keep for t in documents[d]), dtype=np.int32, count=int(offsets[-1])
+    )
+    pick = (lambda values: None if values is None else tuple(str(values[d]) for d in keep))
+    return Corpus(
+        vocabulary=tuple(vocabulary),
+        token_ids=tokens,
+        doc_offsets=offsets,
+        partitions=pick(partitions),
+        labels=pick(labels),
+        name=name,
+        source=source,
+        preprocessing=config.to_dict(),
+        dropped_documents=dropped,
+    )
+
+
+def _vocabulary_by_frequency(documents, config: PreprocessConfig) -> tuple:
+    """Words by corpus frequency, most frequent first (ties alphabetical), after df pruning."""
+    frequency = Counter()
+    doc_frequency = Counter()
+    for doc in documents:
+        frequency.update(doc)
+        doc_frequency.update(set(doc))
+    n_docs = len(documents)
+    min_df = config.min_df if isinstance(config.min_df, int) else config.min_df * n_docs
+    max_df = config.max_df if isinstance(config.max_df, int) else config.max_df * n_docs
+    words = [w for w, df in doc_frequency.items() if min_df <= df <= max_df]
+    words.sort(key=lambda w: (-frequency[w], w))
+    return tuple(words)
+
+
+def _map_to_ids(documents, index: dict, config: PreprocessConfig, *, given_vocabulary: bool):
+    unknown = Counter()
+    mapped = []
+    for doc in documents:
+        ids = [index.get(token, -1) for token in doc]
+        if -1 in ids:
+            unknown.update(t for t, i in zip(doc, ids) if i < 0)
+            ids = [i for i in ids if i >= 0]
+        mapped.append(ids)
+    if unknown and given_vocabulary:
+        examples = ", ".join(repr(w) for w, _ in unknown.most_common(5))
+        message = (
+            f"{sum(unknown.values())} tokens ({len(unknown)} distinct words) are not in the given "
+            f"vocabulary, e.g. {examples}"
+        )
+        if config.unknown_words == "error":
+            raise InputError(message + "; pass unknown_words='drop' to drop them")
+        logger.warning("%s; dropped them (unknown_words='drop')", message)
+    return mapped
+
+
+@lru_cache(maxsize=8)
+def _pattern(token_pattern: str):
+    return re.compile(token_pattern)
+
+
+@lru_cache(maxsize=8)
+def _stopwords(stopwords) -> frozenset:
+    if stopwords == "none":
+        return frozenset()
+    if stopwords == "english":
+        from gensim.parsing.preprocessing import STOPWORDS
+
+        return frozenset(STOPWORDS)
+    return frozenset(stopwords)
+
+
+@lru_cache(maxsize=1)
+def _stemmer():
+    import snowballstemmer
+
+    return snowballstemmer.stemmer("english")
