@@ -16,3 +16,6 @@ DEFAULT_TOP_WORDS = 10
 
 #: Keyword topic generators implemented in :mod:`topicbench.core.generators` (spec §2).
 GENERATORS = ("raw_umass", "exp_umass", "cooccurrence")
+
+#: Partition names of the OCTIS corpus convention (corpus.tsv's second field).
+OCTIS_PARTITIONS = ("train", "val", "test")

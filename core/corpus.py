@@ -10,6 +10,9 @@ from functools import cached_property
 import numpy as np
 import scipy.sparse as sp
 
+from .config import OCTIS_PARTITIONS
+from .validation import InputError
+
 
 @dataclass(frozen=True, eq=False)
 class Corpus:
@@ -126,8 +129,12 @@ class Corpus:
 
     def split(self, partition: str) -> "Corpus":
         """The documents of one OCTIS partition ("train", "val" or "test")."""
+        if partition not in OCTIS_PARTITIONS:
+            raise InputError(
+                f"unknown partition {partition!r}; OCTIS partitions are {', '.join(OCTIS_PARTITIONS)}"
+            )
         if self.partitions is None:
-            raise ValueError(f"corpus {self.name!r} has no partitions")
+            raise InputError(f"corpus {self.name!r} has no partitions")
         ids = [d for d, p in enumerate(self.partitions) if p == partition]
         return self.subset(ids, name=f"{self.name}[{partition}]")
 

@@ -18,7 +18,7 @@ import scipy.sparse as sp
 from . import _kernels
 from .config import GENERATOR_EPSILON, GENERATORS, LABEL_JOINER
 from .corpus import Corpus
-from .validation import InputError, check_labels, check_topic_matrix
+from .validation import InputError, check_labels, check_topic_matrix, check_vocabulary_matches
 
 logger = logging.getLogger(__name__)
 
@@ -227,11 +227,19 @@ def _csr_rows_equal(matrix: sp.csr_matrix, a: int, b: int) -> bool:
     )
 
 
-def topic_matrix_candidates(log_phi, labels=None, *, vocabulary=None, n_words: int | None = None) -> Candidates:
+def topic_matrix_candidates(
+    log_phi, labels=None, *, vocabulary=None, n_words: int | None = None, topic_vocabulary=None,
+) -> Candidates:
     """Any topic matrix of log-scores (e.g. log phi of a fitted LDA) as candidates.
 
-    Each row's minimum becomes its constant; only entries above it are stored.
+    ``vocabulary`` is the corpus vocabulary; ``topic_vocabulary``, when given, is the word order
+    of the matrix's columns and must be the same. Each row's minimum becomes its constant; only
+    entries above it are stored.
     """
+    if topic_vocabulary is not None:
+        if vocabulary is None:
+            raise InputError("topic_vocabulary needs the corpus vocabulary to compare with")
+        check_vocabulary_matches(topic_vocabulary, vocabulary)
     n_words = n_words if n_words is not None else (len(vocabulary) if vocabulary is not None else None)
     if n_words is None:
         n_words = np.shape(log_phi)[1] if np.ndim(log_phi) == 2 else 0

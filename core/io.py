@@ -6,6 +6,7 @@ import json
 import logging
 from pathlib import Path
 
+from .config import OCTIS_PARTITIONS
 from .corpus import Corpus
 from .preprocess import PreprocessConfig, preprocess
 from .validation import InputError
@@ -13,7 +14,6 @@ from .validation import InputError
 logger = logging.getLogger(__name__)
 
 BUILTIN_CORPUS = "lee"
-OCTIS_PARTITIONS = ("train", "val", "test")
 
 
 def load_corpus(source=None, config: PreprocessConfig | None = None, *, name: str | None = None) -> Corpus:

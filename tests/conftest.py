@@ -1,0 +1,136 @@
+"""Shared fixtures and tolerances of the topicbench test suite.
+
+``tests/`` has no ``__init__.py``: pytest puts this folder on ``sys.path``, so test modules import
+the dense reference twins with ``import naive``.
+"""
+
+from __future__ import annotations
+
+import string
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from topicbench.core.corpus import corpus_from_token_lists
+
+# ------------------------------------------------------------------------------------------------
+# Exactness tolerances
+# ------------------------------------------------------------------------------------------------
+
+#: Reference log posteriors (spec §5) must be reproduced within this relative error.
+F_RELATIVE_TOLERANCE = 1e-6
+
+#: Objective values recomputed two ways (trace vs links, fast vs dense reference).
+OBJECTIVE_RELATIVE_TOLERANCE = 1e-9
+
+#: Link gains, fast vs dense reference: relative, with an absolute floor scaled by |beta| x tokens
+#: of the document (a gain is a difference of sums of that size, so rounding is relative to it).
+GAIN_RELATIVE_TOLERANCE = 1e-9
+
+#: Candidate matrices, generator vs dense reference.
+CANDIDATE_TOLERANCE = 1e-12
+
+#: Two gains closer than this (relative to the document's |beta| x tokens) are a tie whose
+#: outcome rounding may decide: the fast and the dense computation may then break it differently.
+TIE_RELATIVE_TOLERANCE = 1e-13
+
+#: beta = log(1e-100), the null topic's score (spec §1), restated independently of core.config.
+BETA = float(np.log(1e-100))
+
+
+# ------------------------------------------------------------------------------------------------
+# ../shared/data
+# ------------------------------------------------------------------------------------------------
+
+#: ../shared/data relative to the repository root (the project never copies the corpora).
+SHARED_DATA_PATH = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+def require_shared_data(*names: str, root: Path | None = None) -> Path:
+    """The shared data folder, or skip the test with the reason when it (or a corpus) is absent."""
+    root = SHARED_DATA_PATH if root is None else Path(root)
+    if not root.is_dir():
+        pytest.skip(
+            f"../shared/data absent: {root} does not exist (the benchmark corpora live outside "
+            "the repository; check out ../shared next to it to run these tests)"
+        )
+    for name in names:
+        if not (root / name / "corpus.tsv").is_file():
+            pytest.skip(f"../shared/data absent: {root / name / 'corpus.tsv'} is missing")
+    return root
+
+
+@pytest.fixture(name="SHARED_DATA")
+def shared_data_path() -> Path:
+    """Path of ../shared/data relative to the repository root (may not exist: see
+    :func:`require_shared_data`)."""
+    return SHARED_DATA_PATH
+
+
+@pytest.fixture
+def shared_data() -> Path:
+    """Path of ../shared/data; skips the test with a clear reason when the folder is missing."""
+    return require_shared_data()
+
+
+# ------------------------------------------------------------------------------------------------
+# Small random corpora
+# ------------------------------------------------------------------------------------------------
+
+
+def word_list(n_words: int) -> list[str]:
+    """n distinct lower-case words: 'aa', 'ab', ... (sortable, no stop words, no digits)."""
+    letters = string.ascii_lowercase
+    return [letters[i // 26] + letters[i % 26] for i in range(n_words)]
+
+
+def random_token_lists(
+    rng: np.random.Generator,
+    *,
+    n_documents=(5, 30),
+    n_words=(5, 40),
+    doc_length=(1, 30),
+    skew: bool = True,
+) -> list[list[str]]:
+    """Random documents as word lists. Ranges are inclusive. With ``skew``, words are drawn from a
+    Zipf-like distribution so that co-occurrence counts vary (and some words are rare)."""
+    n_docs = int(rng.integers(n_documents[0], n_documents[1] + 1))
+    vocab_size = int(rng.integers(n_words[0], n_words[1] + 1))
+    words = word_list(vocab_size)
+    if skew:
+        weights = 1.0 / np.arange(1, vocab_size + 1) ** rng.uniform(0.3, 1.2)
+        weights /= weights.sum()
+    else:
+        weights = None
+    docs = []
+    for _ in range(n_docs):
+        length = int(rng.integers(doc_length[0], doc_length[1] + 1))
+        docs.append([words[w] for w in rng.choice(vocab_size, size=length, p=weights)])
+    return docs
+
+
+def random_corpus(rng: np.random.Generator, **ranges):
+    """A random :class:`Corpus` (vocabulary by frequency, as ``corpus_from_token_lists`` orders it)."""
+    return corpus_from_token_lists(random_token_lists(rng, **ranges), name="random")
+
+
+@pytest.fixture
+def make_random_corpus():
+    """Factory: ``make_random_corpus(seed, **ranges)`` -> a small random Corpus."""
+
+    def make(seed: int, **ranges):
+        return random_corpus(np.random.default_rng(seed), **ranges)
+
+    return make
+
+
+@pytest.fixture
+def tiny_corpus():
+    """Three documents over a, b, c (the hand-checked corpus of the E-LDA and generator tests).
+
+    d0 = a a b, d1 = b c c, d2 = c; vocabulary fixed to (a, b, c).
+    """
+    return corpus_from_token_lists(
+        [["a", "a", "b"], ["b", "c", "c"], ["c"]], vocabulary=["a", "b", "c"], name="tiny"
+    )
