@@ -14,6 +14,9 @@ LABEL_JOINER = "---"
 #: Number of top words reported per topic by default.
 DEFAULT_TOP_WORDS = 10
 
+#: Words per topic in a model output's topic lists: enough for the coherence grid N = 5..25.
+OUTPUT_TOP_WORDS = 25
+
 #: Keyword topic generators implemented in :mod:`topicbench.core.generators` (spec §2).
 GENERATORS = ("raw_umass", "exp_umass", "cooccurrence")
 

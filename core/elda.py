@@ -17,9 +17,10 @@ import numba
 import numpy as np
 
 from . import _kernels
-from .config import DEFAULT_TOP_WORDS, GENERATORS, NULL_TOPIC_LOG_SCORE
+from .config import DEFAULT_TOP_WORDS, GENERATORS, NULL_TOPIC_LOG_SCORE, OUTPUT_TOP_WORDS
 from .corpus import Corpus
 from .generators import Candidates, keyword_candidates
+from .output import TopicModelOutput, topic_document_from_token_topics
 from .validation import InputError, check_budget, check_kappa
 
 logger = logging.getLogger(__name__)
@@ -171,6 +172,44 @@ class Solution:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         return path
+
+    def to_output(
+        self, *, model: str = "elda", top_n: int = OUTPUT_TOP_WORDS, settings: dict | None = None,
+        seed: int | None = None, fit_seconds: float = 0.0, peak_memory_mb: float | None = None,
+    ) -> TopicModelOutput:
+        """The shared model output: the topics used (most documents first) as rows.
+
+        topic-word rows are softmax(L) of the selected candidates; a document's topic shares are
+        the shares of its tokens assigned to each topic.
+        """
+        used = self.topics_used
+        remap = np.full(self.candidates.n_topics + 1, -1, dtype=np.int64)  # last slot: token at -1
+        remap[used] = np.arange(len(used))
+        token_topics = remap[self.token_topics]
+        vocabulary = self.corpus.vocabulary
+        return TopicModelOutput(
+            model=model,
+            vocabulary=tuple(vocabulary),
+            topics=[self.candidates.top_words(int(t), top_n, vocabulary) for t in used],
+            topic_word_matrix=self.candidates.probabilities(used),
+            topic_document_matrix=topic_document_from_token_topics(
+                token_topics, self.corpus.doc_offsets, len(used)
+            ),
+            token_topics=token_topics,
+            topic_labels=[self.candidates.labels[t] for t in used],
+            settings=dict(settings or {}),
+            seed=seed,
+            fit_seconds=fit_seconds,
+            peak_memory_mb=peak_memory_mb,
+            extra={
+                "log_posterior": float(self.log_posterior),
+                "null_log_posterior": float(self.null_log_posterior),
+                "budget": int(self.budget),
+                "kappa": float(self.kappa),
+                "num_candidates": int(self.candidates.n_topics),
+                **{k: v for k, v in self.stats.items() if isinstance(v, (int, float, str))},
+            },
+        )
 
     def to_parquet(self, folder) -> Path:
         """Write ``links.parquet``, ``token_topics.parquet`` and ``topics.parquet`` to a folder."""

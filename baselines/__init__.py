@@ -1,0 +1,1 @@
+"""Topic models behind one interface: ``fit(corpus, num_topics, seed, **settings) -> TopicModelOutput``."""

@@ -1,0 +1,1 @@
+"""Prefect tasks: thin wrappers with all the side effects (I/O, tracking)."""
