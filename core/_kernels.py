@@ -13,6 +13,10 @@ import numba as nb
 import numpy as np
 
 _PARALLEL = dict(parallel=True, cache=True, nogil=True)
+
+#: Work items per parallel loop over words, dealt cyclically: words come most frequent first,
+#: so contiguous blocks would leave one thread with all the long rows.
+CYCLIC_CHUNKS = 64
 _SERIAL = dict(cache=True, nogil=True)
 
 
@@ -134,13 +138,15 @@ def keyword_rows(indptr, indices, counts, kept_words, log_norm, generator, epsil
         out_indptr[t + 1] = out_indptr[t] + indptr[u + 1] - indptr[u]
     out_words = np.empty(out_indptr[-1], dtype=np.int32)
     out_values = np.empty(out_indptr[-1], dtype=np.float64)
-    for t in nb.prange(n_topics):
-        u = kept_words[t]
-        q = out_indptr[t]
-        for p in range(indptr[u], indptr[u + 1]):
-            out_words[q] = indices[p]
-            out_values[q] = keyword_value(counts[p], log_norm[u], generator, epsilon)
-            q += 1
+    # Cyclic over rows: the vocabulary comes most frequent first, so the first rows are longest.
+    for chunk in nb.prange(CYCLIC_CHUNKS):
+        for t in range(chunk, n_topics, CYCLIC_CHUNKS):
+            u = kept_words[t]
+            q = out_indptr[t]
+            for p in range(indptr[u], indptr[u + 1]):
+                out_words[q] = indices[p]
+                out_values[q] = keyword_value(counts[p], log_norm[u], generator, epsilon)
+                q += 1
     return out_indptr, out_words, out_values
 
 
@@ -159,20 +165,21 @@ def keyword_columns(indptr, indices, counts, topic_of_word, log_norm, generator,
         col_indptr[v + 1] = col_indptr[v] + kept
     col_topics = np.empty(col_indptr[-1], dtype=np.int32)
     col_values = np.empty(col_indptr[-1], dtype=np.float64)
-    for v in nb.prange(n_words):
-        q = col_indptr[v]
-        for p in range(indptr[v], indptr[v + 1]):
-            u = indices[p]
-            t = topic_of_word[u]
-            if t >= 0:
-                col_topics[q] = t
-                col_values[q] = keyword_value(counts[p], log_norm[u], generator, epsilon)
-                q += 1
-        start, stop = col_indptr[v], col_indptr[v + 1]
-        if stop - start > 1:
-            order = np.argsort(-col_values[start:stop], kind="mergesort")
-            col_topics[start:stop] = col_topics[start:stop][order]
-            col_values[start:stop] = col_values[start:stop][order]
+    for chunk in nb.prange(CYCLIC_CHUNKS):  # cyclic: frequent words (long columns) come first
+        for v in range(chunk, n_words, CYCLIC_CHUNKS):
+            q = col_indptr[v]
+            for p in range(indptr[v], indptr[v + 1]):
+                u = indices[p]
+                t = topic_of_word[u]
+                if t >= 0:
+                    col_topics[q] = t
+                    col_values[q] = keyword_value(counts[p], log_norm[u], generator, epsilon)
+                    q += 1
+            start, stop = col_indptr[v], col_indptr[v + 1]
+            if stop - start > 1:
+                order = np.argsort(-col_values[start:stop], kind="mergesort")
+                col_topics[start:stop] = col_topics[start:stop][order]
+                col_values[start:stop] = col_values[start:stop][order]
     return col_indptr, col_topics, col_values
 
 
@@ -216,20 +223,13 @@ def topic_value(t, v, row_constants, row_indptr, row_words, row_values):
 
 
 @nb.njit(**_SERIAL)
-def document_gains(
-    d, doc_indptr, doc_words, doc_counts, best,
-    row_constants, constants_desc, col_indptr, col_topics, col_values, gains,
-):
-    """Fill ``gains[t]`` with the gain of every topic t on document d; return entries read.
-
-    gain(t) = base(row_constant[t]) + corrections, where base(c) = sum_j n_j max(0, c - b_j)
-    covers every word at the row constant, and each stored entry that beats b_j adds
-    n_j ((L - b_j) - max(0, c_t - b_j)). Column scans stop at the first entry <= b_j.
-    """
+def base_gains(d, doc_indptr, doc_counts, best, row_constants, constants_desc, gains):
+    """Fill ``gains[t]`` with base(row_constant[t]), base(c) = sum_j n_j max(0, c - b_j): every
+    word of document d scored at the topic's row constant."""
     start, stop = doc_indptr[d], doc_indptr[d + 1]
     m = stop - start
     gains[:] = 0.0
-    # base(c) for every topic whose constant beats the lowest best score, c high to low:
+    # Topics whose constant beats the lowest best score, c high to low:
     # base(c) = c * N(c) - S(c), N and S summing n_j and n_j b_j over b_j < c.
     order = np.argsort(best[start:stop])
     lowest = best[start + order[0]]
@@ -252,9 +252,22 @@ def document_gains(
             nb_below -= doc_counts[j] * best[j]
             pointer -= 1
         gains[t] = c * n_below - nb_below
+
+
+@nb.njit(**_SERIAL)
+def column_corrections(
+    d, doc_indptr, doc_words, doc_counts, best, row_constants,
+    col_indptr, col_topics, col_values, skip_word, gains,
+):
+    """Add, for each stored entry that beats b_j, n_j ((L - b_j) - max(0, c_t - b_j)) to
+    ``gains``; words with ``skip_word[v]`` (if that array is not empty) are left out. Each column
+    scan stops at the first entry <= b_j. Returns the entries read."""
     entries = 0
-    for j in range(start, stop):
+    skipping = len(skip_word) > 0
+    for j in range(doc_indptr[d], doc_indptr[d + 1]):
         v = doc_words[j]
+        if skipping and skip_word[v]:
+            continue
         b = best[j]
         n = doc_counts[j]
         for p in range(col_indptr[v], col_indptr[v + 1]):
@@ -269,6 +282,24 @@ def document_gains(
                 gains[t] += n * (value - b)
             entries += 1
     return entries
+
+
+@nb.njit(**_SERIAL)
+def document_gains(
+    d, doc_indptr, doc_words, doc_counts, best,
+    row_constants, constants_desc, col_indptr, col_topics, col_values, gains,
+):
+    """Fill ``gains[t]`` with the gain of every topic t on document d; return entries read.
+
+    gain(t) = base(row_constant[t]) + corrections: base covers every word at the row constant,
+    and each stored entry that beats the word's best score corrects it (spec §1).
+    """
+    base_gains(d, doc_indptr, doc_counts, best, row_constants, constants_desc, gains)
+    no_skip = np.zeros(0, dtype=np.bool_)
+    return column_corrections(
+        d, doc_indptr, doc_words, doc_counts, best, row_constants,
+        col_indptr, col_topics, col_values, no_skip, gains,
+    )
 
 
 @nb.njit(**_SERIAL)
@@ -326,6 +357,54 @@ def best_topic_per_document(
                 row_constants, constants_desc, col_indptr, col_topics, col_values, gains,
             )
             t, g = best_unlinked(gains, d, doc_head, link_topics, link_next)
+            topics[i] = t
+            gains_out[i] = g
+    return topics, gains_out, entries
+
+
+@nb.njit(**_PARALLEL)
+def dense_first_round_scores(col_indptr, col_topics, col_values, row_constants, dense_words, null_score):
+    """Matrix (topics x dense words) of what each stored entry adds to a first-round gain
+    (every best score at the null score), so frequent words can go through a BLAS product."""
+    n_topics = len(row_constants)
+    scores = np.zeros((n_topics, len(dense_words)), dtype=np.float64)
+    for h in nb.prange(len(dense_words)):
+        v = dense_words[h]
+        for p in range(col_indptr[v], col_indptr[v + 1]):
+            value = col_values[p]
+            if value <= null_score:
+                break
+            t = col_topics[p]
+            c = row_constants[t]
+            scores[t, h] = value - c if c > null_score else value - null_score
+    return scores
+
+
+@nb.njit(**_PARALLEL)
+def first_round_best_topics(
+    d0, dense_gains, is_dense_word, doc_indptr, doc_words, doc_counts, best, n_topics,
+    row_constants, constants_desc, col_indptr, col_topics, col_values, n_chunks,
+):
+    """FastInitialize's first round for documents d0 .. d0 + len(dense_gains) - 1: base gains,
+    plus the dense words' part (``dense_gains``, one row per document, from a BLAS product),
+    plus column scans of the other words; then each document's best topic (ties: lowest id)."""
+    n = dense_gains.shape[0]
+    topics = np.empty(n, dtype=np.int64)
+    gains_out = np.empty(n, dtype=np.float64)
+    entries = np.zeros(n, dtype=np.int64)
+    n_chunks = min(n_chunks, max(n, 1))
+    for chunk in nb.prange(n_chunks):
+        gains = np.empty(n_topics, dtype=np.float64)
+        for i in range(chunk, n, n_chunks):
+            d = d0 + i
+            base_gains(d, doc_indptr, doc_counts, best, row_constants, constants_desc, gains)
+            for t in range(n_topics):
+                gains[t] += dense_gains[i, t]
+            entries[i] = column_corrections(
+                d, doc_indptr, doc_words, doc_counts, best, row_constants,
+                col_indptr, col_topics, col_values, is_dense_word, gains,
+            )
+            t, g = argmax_lowest(gains)
             topics[i] = t
             gains_out[i] = g
     return topics, gains_out, entries

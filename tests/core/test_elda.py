@@ -458,3 +458,27 @@ def test_result_does_not_depend_on_the_number_of_threads():
         assert one.log_posterior == many.log_posterior
         again = fast_greedy(corpus, candidates, kappa)
         np.testing.assert_array_equal(again.links, many.links)
+
+
+@pytest.mark.parametrize("dense_advantage", [0, 64, 1e12], ids=["all_sparse", "default", "all_dense"])
+@pytest.mark.parametrize("seed", range(8))
+def test_first_round_dense_and_sparse_paths_agree_with_naive(seed, dense_advantage, monkeypatch):
+    """FastInitialize's first round sends costly words through a BLAS product and the rest through
+    column scans; whichever way each word goes, the links match the naive greedy."""
+    from topicbench.core import elda
+
+    monkeypatch.setattr(elda, "DENSE_ADVANTAGE", dense_advantage)
+    rng = np.random.default_rng([seed, 7])
+    n_words = int(rng.integers(8, 41))
+    words = [f"w{i:02d}" for i in range(n_words)]
+    docs = {tuple(sorted(rng.choice(words, size=int(rng.integers(2, 31))))) for _ in range(40)}
+    corpus = corpus_from_token_lists([list(d) for d in sorted(docs)], vocabulary=words)
+    for candidates in (
+        keyword_candidates(corpus, "raw_umass"),
+        topic_matrix_candidates(rng.normal(size=(9, n_words)) * 3.0, vocabulary=corpus.vocabulary),
+    ):
+        L = candidates.to_dense()
+        solution = fast_greedy(corpus, candidates, 2)
+        ref_links, ref_gains = naive.naive_greedy(L, corpus, 2)
+        assert check_link_by_link(L, corpus, solution.links, solution.link_gains, ref_links, ref_gains) <= 1
+        assert rel_close(solution.log_posterior, naive.objective(L, corpus, ref_links))
