@@ -528,3 +528,144 @@ def assign_words(
             if best_value > null_score:
                 word_score[j] = best_value
     return word_topic, word_score
+
+
+# ----------------------------------------------------------------------------------------------
+# Low-adaptivity rounds (core/parallel.py). Links already made are given per document as CSR
+# (doc_link_indptr, doc_link_topics); each document's state is its best scores and a cache of its
+# top gains at its current links, sorted high to low.
+# ----------------------------------------------------------------------------------------------
+
+
+@nb.njit(**_SERIAL)
+def _top_of(gains, top_topics, top_gains, row):
+    """Write the largest entries of ``gains`` (ties: lowest topic id) into row ``row``."""
+    m = top_topics.shape[1]
+    top_topics[row, :] = -1
+    top_gains[row, :] = -np.inf
+    for t in range(len(gains)):
+        g = gains[t]
+        if g <= top_gains[row, m - 1]:
+            continue
+        i = m - 1
+        while i > 0 and top_gains[row, i - 1] < g:
+            top_gains[row, i] = top_gains[row, i - 1]
+            top_topics[row, i] = top_topics[row, i - 1]
+            i -= 1
+        top_gains[row, i] = g
+        top_topics[row, i] = t
+
+
+@nb.njit(**_PARALLEL)
+def top_gains_per_document(
+    doc_indptr, doc_words, doc_counts, best, n_topics,
+    row_constants, constants_desc, col_indptr, col_topics, col_values,
+    doc_link_indptr, doc_link_topics, top_size, n_chunks,
+):
+    """Each document's ``top_size`` best unlinked topics and their gains at its current links."""
+    n_docs = len(doc_indptr) - 1
+    top_topics = np.empty((n_docs, top_size), dtype=np.int64)
+    top_gains = np.empty((n_docs, top_size), dtype=np.float64)
+    n_chunks = min(n_chunks, max(n_docs, 1))
+    for chunk in nb.prange(n_chunks):
+        gains = np.empty(n_topics, dtype=np.float64)
+        for d in range(chunk, n_docs, n_chunks):
+            document_gains(
+                d, doc_indptr, doc_words, doc_counts, best,
+                row_constants, constants_desc, col_indptr, col_topics, col_values, gains,
+            )
+            for p in range(doc_link_indptr[d], doc_link_indptr[d + 1]):
+                gains[doc_link_topics[p]] = -np.inf
+            _top_of(gains, top_topics, top_gains, d)
+    return top_topics, top_gains
+
+
+@nb.njit(**_PARALLEL)
+def threshold_round(
+    threshold, max_accept, doc_indptr, doc_words, doc_counts, best, n_topics,
+    row_constants, constants_desc, col_indptr, col_topics, col_values,
+    row_indptr, row_words, row_values,
+    doc_link_indptr, doc_link_topics, top_topics, top_gains, n_chunks,
+):
+    """One adaptive round at a threshold (adaptive sequencing, spec §3).
+
+    Every document whose cached best gain reaches the threshold takes as its sequence its cached
+    topics with gain >= threshold (best first, at most ``max_accept``). The queries "gain of the
+    j-th topic given the document's links plus topics 1..j-1" are fixed by the sequence before the
+    round, so they are one round of parallel evaluations; the document accepts the longest prefix
+    whose every conditional gain reaches the threshold. Documents never interact, so no topic of
+    one document changes another's gain. ``best`` and the top-gain cache are updated in place for
+    the accepted prefixes; returns the accepted topics, their conditional gains (rows padded with
+    -1 / -inf) and the full evaluations made per document.
+    """
+    n_docs = len(doc_indptr) - 1
+    top_size = top_topics.shape[1]
+    accepted_topics = np.full((n_docs, max_accept), -1, dtype=np.int64)
+    accepted_gains = np.full((n_docs, max_accept), -np.inf, dtype=np.float64)
+    evaluations = np.zeros(n_docs, dtype=np.int64)
+    n_chunks = min(n_chunks, max(n_docs, 1))
+    for chunk in nb.prange(n_chunks):
+        gains = np.empty(n_topics, dtype=np.float64)
+        sequence = np.empty(top_size, dtype=np.int64)
+        for d in range(chunk, n_docs, n_chunks):
+            if not top_gains[d, 0] >= threshold:
+                continue
+            length = 0
+            while length < min(top_size, max_accept) and top_gains[d, length] >= threshold:
+                sequence[length] = top_topics[d, length]
+                length += 1
+            condition = top_gains[d, 0]
+            for j in range(length):
+                if j > 0:
+                    condition = gains[sequence[j]]
+                if not condition >= threshold:
+                    break
+                t = sequence[j]
+                link_topic(d, t, doc_indptr, doc_words, best, row_constants, row_indptr, row_words, row_values)
+                accepted_topics[d, j] = t
+                accepted_gains[d, j] = condition
+                document_gains(
+                    d, doc_indptr, doc_words, doc_counts, best,
+                    row_constants, constants_desc, col_indptr, col_topics, col_values, gains,
+                )
+                evaluations[d] += 1
+                for p in range(doc_link_indptr[d], doc_link_indptr[d + 1]):
+                    gains[doc_link_topics[p]] = -np.inf
+                for i in range(j + 1):
+                    gains[accepted_topics[d, i]] = -np.inf
+            _top_of(gains, top_topics, top_gains, d)
+    return accepted_topics, accepted_gains, evaluations
+
+
+@nb.njit(**_PARALLEL)
+def independent_links(
+    doc_indptr, doc_words, doc_counts, n_topics,
+    row_constants, constants_desc, col_indptr, col_topics, col_values,
+    row_indptr, row_words, row_values, topics_per_document, min_gain, null_score, n_chunks,
+):
+    """Greedy for each document on its own (spec §3, out-of-sample inference): link its best topic,
+    then further topics while the gain reaches ``min_gain``, up to ``topics_per_document``. A
+    document reads only its own words and the frozen candidates, so its result cannot depend on
+    any other document."""
+    n_docs = len(doc_indptr) - 1
+    out_topics = np.full((n_docs, topics_per_document), -1, dtype=np.int64)
+    out_gains = np.full((n_docs, topics_per_document), -np.inf, dtype=np.float64)
+    best = np.full(len(doc_words), null_score)
+    n_chunks = min(n_chunks, max(n_docs, 1))
+    for chunk in nb.prange(n_chunks):
+        gains = np.empty(n_topics, dtype=np.float64)
+        for d in range(chunk, n_docs, n_chunks):
+            for j in range(topics_per_document):
+                document_gains(
+                    d, doc_indptr, doc_words, doc_counts, best,
+                    row_constants, constants_desc, col_indptr, col_topics, col_values, gains,
+                )
+                for i in range(j):
+                    gains[out_topics[d, i]] = -np.inf
+                t, g = argmax_lowest(gains)
+                if t < 0 or (j > 0 and g < min_gain):
+                    break
+                link_topic(d, t, doc_indptr, doc_words, best, row_constants, row_indptr, row_words, row_values)
+                out_topics[d, j] = t
+                out_gains[d, j] = g
+    return out_topics, out_gains

@@ -22,3 +22,50 @@ GENERATORS = ("raw_umass", "exp_umass", "cooccurrence")
 
 #: Partition names of the OCTIS corpus convention (corpus.tsv's second field).
 OCTIS_PARTITIONS = ("train", "val", "test")
+
+# ------------------------------------------------------------------------------------------------
+# Metrics (core/metrics)
+# ------------------------------------------------------------------------------------------------
+
+#: Smoothing of the coherence confirmations: gensim's ``direct_confirmation_measure.EPSILON``
+#: (Röder, Both & Hinneburg 2015), used by UMass (spec §4), NPMI, UCI and C_V alike.
+UMASS_EPSILON = 1e-12
+
+#: Sliding-window sizes of the window-based coherence measures: gensim's
+#: ``coherencemodel.SLIDING_WINDOW_SIZES`` (Röder et al. 2015: C_V 110; NPMI and UCI 10).
+#: UMass counts whole documents (no window).
+SLIDING_WINDOW = {"npmi": 10, "uci": 10, "cv": 110}
+
+#: Exponent gamma of C_V's NPMI context vectors (gensim ``cosine_similarity(gamma=1)``).
+CV_GAMMA = 1
+
+#: The grid of top-N words scored by default (spec §4, Experiment Set 2: N = 5, 10, ..., 25).
+COHERENCE_TOP_N = (5, 10, 15, 20, 25)
+
+#: Co-occurrence counts are kept as a dense |W| x |W| int64 matrix up to this many words W
+#: (8 * 4096^2 bytes = 128 MiB); above it only the word pairs that share a topic are counted.
+DENSE_COUNTS_MAX_WORDS = 4096
+
+#: RandK draws per model (spec §4, Experiment Set 1: 30 random cyclic shifts of the labels).
+RANDK_DRAWS = 30
+
+#: Floor of probabilities before taking logs in the posterior and held-out metrics:
+#: log(1e-100) = beta, the null topic's score (spec §1).
+PROBABILITY_FLOOR = 1e-100
+
+#: Top-N of topic diversity: Dieng, Ruiz & Blei (2020) define TD on each topic's top 25 words.
+DIVERSITY_TOP_N = 25
+
+#: Top-N and persistence p of inverted rank-biased overlap: OCTIS ``em_invertedRBO`` defaults
+#: (topk = 10, weight = 0.9; Webber, Moffat & Zobel 2010; Bianchi et al. 2021).
+RBO_TOP_N = 10
+RBO_PERSISTENCE = 0.9
+
+#: Share of documents held out for the label-based classification score when the corpus has no
+#: OCTIS train/test partitions.
+LABEL_TEST_FRACTION = 0.25
+
+#: Inverse regularisation strength and iteration cap of the logistic regression on
+#: document-topic features (scikit-learn defaults for C; enough iterations to converge).
+LABEL_CLASSIFIER_C = 1.0
+LABEL_CLASSIFIER_MAX_ITER = 2000

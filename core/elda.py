@@ -47,6 +47,25 @@ class DocumentArrays:
     words: np.ndarray
     counts: np.ndarray
 
+    @property
+    def n_documents(self) -> int:
+        return len(self.indptr) - 1
+
+    def doc_term(self, n_words: int):
+        """The document-term count matrix (float64 CSR)."""
+        import scipy.sparse as sp
+
+        return sp.csr_matrix((self.counts, self.words, self.indptr), shape=(self.n_documents, n_words))
+
+    def select(self, start: int, stop: int) -> "DocumentArrays":
+        """Documents start .. stop - 1."""
+        lo, hi = self.indptr[start], self.indptr[stop]
+        return DocumentArrays(
+            indptr=self.indptr[start : stop + 1] - lo,
+            words=self.words[lo:hi].copy(),
+            counts=self.counts[lo:hi].copy(),
+        )
+
     @classmethod
     def from_corpus(cls, corpus: Corpus) -> "DocumentArrays":
         doc_term = corpus.doc_term
@@ -153,6 +172,9 @@ class Solution:
     def summary(self, top_n: int = DEFAULT_TOP_WORDS) -> dict:
         """The JSON summary the CLI writes (``--json``)."""
         return {
+            "algorithm": self.stats.get("algorithm", "greedy"),
+            "adaptive_rounds": int(self.stats.get("adaptive_rounds", 0)),
+            "gain_evaluations": int(self.stats.get("gain_evaluations", 0)),
             "log_posterior": float(self.log_posterior),
             "null_log_posterior": float(self.null_log_posterior),
             "num_links": int(self.n_links),
@@ -284,21 +306,24 @@ def solution_from_links(
     )
 
 
-def _first_round(corpus: Corpus, docs: DocumentArrays, candidates: Candidates, best: np.ndarray):
-    """Every document's best topic on the empty solution: (topics, gains, entries read)."""
+def first_round(docs: DocumentArrays, candidates: Candidates, best: np.ndarray):
+    """FastInitialize's first round: every document's best topic on the empty solution.
+
+    Returns (topics, gains, entries read). ``best`` holds every token at the null score.
+    """
     col_indptr, col_topics, col_values = candidates.columns
-    n_topics, n_docs = candidates.n_topics, corpus.n_documents
-    doc_frequency = np.bincount(docs.words, minlength=corpus.n_words)
+    n_topics, n_docs, n_words = candidates.n_topics, docs.n_documents, candidates.n_words
+    doc_frequency = np.bincount(docs.words, minlength=n_words)
     cost = doc_frequency * np.diff(col_indptr)
     dense_words = np.nonzero(cost * DENSE_ADVANTAGE >= n_topics * n_docs)[0]
     dense_words = dense_words[np.argsort(-cost[dense_words], kind="stable")][:MAX_DENSE_WORDS]
-    is_dense_word = np.zeros(corpus.n_words, dtype=np.bool_)
+    is_dense_word = np.zeros(n_words, dtype=np.bool_)
     is_dense_word[dense_words] = True
     if len(dense_words):
         dense_scores = _kernels.dense_first_round_scores(
             col_indptr, col_topics, col_values, candidates.row_constants, dense_words, NULL_TOPIC_LOG_SCORE
         )
-        dense_counts = corpus.doc_term[:, dense_words].astype(np.float64).tocsr()
+        dense_counts = docs.doc_term(n_words)[:, dense_words].tocsr()
     block = max(1, DENSE_BLOCK_BYTES // (8 * n_topics))
     topics, gains, entries = [], [], 0
     for d0 in range(0, n_docs, block):
@@ -315,7 +340,7 @@ def _first_round(corpus: Corpus, docs: DocumentArrays, candidates: Candidates, b
         topics.append(block_topics)
         gains.append(block_gains)
         entries += int(block_entries.sum())
-    logger.debug("first round: %d of %d words through BLAS", len(dense_words), corpus.n_words)
+    logger.debug("first round: %d of %d words through BLAS", len(dense_words), n_words)
     return np.concatenate(topics), np.concatenate(gains), entries
 
 
@@ -359,7 +384,7 @@ def fast_greedy(
     all_docs = np.arange(n_docs, dtype=np.int64)
 
     # FastInitialize, round 1: every document's best topic on the empty solution, linked.
-    first, first_gain, entries = _first_round(corpus, docs, candidates, best)
+    first, first_gain, entries = first_round(docs, candidates, best)
     _kernels.link_per_document(all_docs, first, docs.indptr, docs.words, best, *rows)
     link_doc[:n_docs], link_topic[:n_docs], link_gain[:n_docs] = all_docs, first, first_gain
     doc_head[:] = all_docs
@@ -411,6 +436,9 @@ def fast_greedy(
     )
 
 
+ALGORITHMS = ("greedy", "parallel")
+
+
 class ELDA:
     """E-LDA as an estimator (scikit-learn style): keyword-anchored topics with a 1 - 1/e guarantee.
 
@@ -422,6 +450,16 @@ class ELDA:
         Keyword topic generator (spec §2), used when ``fit`` gets no candidates.
     top_words : int, default 10
         Words reported per topic.
+    algorithm : {"greedy", "parallel"}, default "greedy"
+        Exact FastGreedy, or the low-adaptivity parallel algorithm (:mod:`.parallel`) on Dask.
+    epsilon : float, default 0.1
+        Accuracy parameter of the parallel algorithm.
+    seed : int, default 0
+        Seed of the parallel algorithm (greedy is deterministic).
+    workers : int or None
+        Workers of the local Dask cluster started for the parallel algorithm (default: cores).
+    scheduler : str or None
+        Address of an existing Dask scheduler to run on instead of a local cluster.
 
     Attributes
     ----------
@@ -436,13 +474,26 @@ class ELDA:
         The resolved budget k.
     """
 
-    def __init__(self, kappa: float = 2.0, *, generator: str = "raw_umass", top_words: int = DEFAULT_TOP_WORDS):
+    def __init__(
+        self, kappa: float = 2.0, *, generator: str = "raw_umass", top_words: int = DEFAULT_TOP_WORDS,
+        algorithm: str = "greedy", epsilon: float = 0.1, seed: int = 0,
+        workers: int | None = None, scheduler: str | None = None,
+    ):
         self.kappa = kappa
         self.generator = generator
         self.top_words = top_words
+        self.algorithm = algorithm
+        self.epsilon = epsilon
+        self.seed = seed
+        self.workers = workers
+        self.scheduler = scheduler
 
     def get_params(self, deep: bool = True) -> dict:
-        return {"kappa": self.kappa, "generator": self.generator, "top_words": self.top_words}
+        return {
+            "kappa": self.kappa, "generator": self.generator, "top_words": self.top_words,
+            "algorithm": self.algorithm, "epsilon": self.epsilon, "seed": self.seed,
+            "workers": self.workers, "scheduler": self.scheduler,
+        }
 
     def set_params(self, **params) -> "ELDA":
         for name, value in params.items():
@@ -453,6 +504,8 @@ class ELDA:
 
     def fit(self, corpus: Corpus, candidates: Candidates | None = None, *, on_progress=None) -> "ELDA":
         check_kappa(self.kappa)
+        if self.algorithm not in ALGORITHMS:
+            raise InputError(f"unknown algorithm {self.algorithm!r}; available: {', '.join(ALGORITHMS)}")
         if candidates is None:
             if self.generator not in GENERATORS:
                 raise InputError(f"unknown generator {self.generator!r}; available: {', '.join(GENERATORS)}")
@@ -461,7 +514,17 @@ class ELDA:
             generate_seconds = time.perf_counter() - started
         else:
             generate_seconds = 0.0
-        solution = fast_greedy(corpus, candidates, self.kappa, on_progress=on_progress)
+        if self.algorithm == "greedy":
+            solution = fast_greedy(corpus, candidates, self.kappa, on_progress=on_progress)
+        else:
+            from .distributed import DaskShards
+            from .parallel import parallel_elda
+
+            executor = DaskShards(self.scheduler, n_workers=self.workers)
+            solution = parallel_elda(
+                corpus, candidates, self.kappa, epsilon=self.epsilon, seed=self.seed,
+                executor=executor, on_progress=on_progress,
+            )
         solution.stats["generate_seconds"] = generate_seconds
         self.candidates_ = candidates
         self.solution_ = solution

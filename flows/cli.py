@@ -42,6 +42,12 @@ def build_parser() -> argparse.ArgumentParser:
     elda.add_argument("--stem", action="store_true", help="Snowball-stem words (raw text only)")
     elda.add_argument("--min-df", type=int, default=1, help="keep words in at least this many documents (raw text only)")
     elda.add_argument("--drop-unknown", action="store_true", help="drop tokens missing from vocabulary.txt instead of failing")
+    elda.add_argument("--algorithm", choices=("greedy", "parallel"), default="greedy",
+                      help="exact FastGreedy, or the low-adaptivity parallel algorithm on Dask")
+    elda.add_argument("--epsilon", type=float, default=0.1, help="accuracy parameter of the parallel algorithm")
+    elda.add_argument("--seed", type=int, default=0, help="seed of the parallel algorithm")
+    elda.add_argument("--workers", type=int, help="workers of the local Dask cluster (default: cores)")
+    elda.add_argument("--scheduler", metavar="ADDRESS", help="run on an existing Dask scheduler instead")
     elda.add_argument("--top", type=int, default=10, help="number of topics to print")
     elda.add_argument("--top-words", type=int, default=DEFAULT_TOP_WORDS, help="words shown per topic")
     elda.add_argument("--json", metavar="OUT", help="write the result as JSON to OUT")
@@ -72,7 +78,10 @@ def run_elda(args) -> int:
     def progress(made, budget, log_posterior):
         logger.info("links %d/%d  F = %.6f", made, budget, log_posterior)
 
-    model = ELDA(args.kappa, generator=args.generator, top_words=args.top_words)
+    model = ELDA(
+        args.kappa, generator=args.generator, top_words=args.top_words, algorithm=args.algorithm,
+        epsilon=args.epsilon, seed=args.seed, workers=args.workers, scheduler=args.scheduler,
+    )
     model.fit(corpus, on_progress=progress)
     solution = model.solution_
     solution.stats["load_seconds"] = load_seconds
@@ -96,7 +105,9 @@ def format_summary(solution, top: int, top_words: int) -> str:
         f"generator {solution.candidates.generator}: {solution.candidates.n_topics} candidate topics",
         f"kappa {solution.kappa:g}: {solution.n_links} links, {len(table)} topics used",
         f"log posterior F = {solution.log_posterior:.6f}  (empty solution {solution.null_log_posterior:.3f})",
-        f"time: candidates {stats.get('generate_seconds', 0.0):.2f} s, optimise {stats['optimise_seconds']:.2f} s",
+        f"time: candidates {stats.get('generate_seconds', 0.0):.2f} s, optimise {stats['optimise_seconds']:.2f} s"
+        + (f" ({stats['algorithm']}: {stats['adaptive_rounds']} adaptive rounds, "
+           f"{stats['gain_evaluations']} gain evaluations)" if "adaptive_rounds" in stats else ""),
         "",
         f"top {min(top, len(table))} topics by documents:",
     ]
@@ -116,7 +127,7 @@ def main(argv=None) -> int:
     )
     try:
         return args.handler(args)
-    except InputError as error:
+    except (InputError, ConnectionError) as error:
         print(f"topicbench: error: {error}", file=sys.stderr)
         return 2
 
