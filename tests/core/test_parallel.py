@@ -1,0 +1,188 @@
+"""Low-adaptivity parallel E-LDA: valid solutions, the threshold invariant, closeness to greedy,
+shard and executor independence, and recovery from a lost Dask worker."""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+import pytest
+
+import naive
+from conftest import random_corpus
+from topicbench.core.elda import fast_greedy
+from topicbench.core.generators import keyword_candidates, topic_matrix_candidates
+from topicbench.core.parallel import LocalShards, parallel_elda
+from topicbench.core.validation import InputError
+
+
+def instance(seed: int, source: str):
+    rng = np.random.default_rng([seed, 3])
+    corpus = random_corpus(rng, n_documents=(8, 40), n_words=(6, 40), doc_length=(1, 30))
+    if source == "matrix":
+        log_phi = rng.normal(size=(int(rng.integers(3, 12)), corpus.n_words)) * 3.0
+        return corpus, topic_matrix_candidates(log_phi, vocabulary=corpus.vocabulary)
+    return corpus, keyword_candidates(corpus, source)
+
+
+def max_feasible_kappa(corpus, candidates) -> float:
+    return float(min(3.0, candidates.n_topics))
+
+
+def split_rounds(solution):
+    """The links of each round (the ledger is rounds in order)."""
+    counts = solution.stats["links_per_round"]
+    bounds = np.concatenate([[0], np.cumsum(counts)])
+    return [solution.links[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+@pytest.mark.parametrize("source", ["raw_umass", "cooccurrence", "matrix"])
+@pytest.mark.parametrize("seed", range(12))
+def test_parallel_solution_is_valid(seed, source):
+    corpus, candidates = instance(seed, source)
+    kappa = max_feasible_kappa(corpus, candidates)
+    solution = parallel_elda(corpus, candidates, kappa, epsilon=0.2, seed=seed, n_shards=3)
+    budget = math.floor(kappa * corpus.n_documents)
+    assert solution.n_links == budget
+    assert len({(int(d), int(t)) for d, t in solution.links}) == budget
+    assert all(len(topics) >= 1 for topics in solution.doc_topics)
+    L = candidates.to_dense()
+    reference = naive.objective(L, corpus, solution.links)
+    assert solution.log_posterior == pytest.approx(reference, rel=1e-9)
+    # the gains recorded are the true marginal gains: F recomputed from the links = the trace
+    assert solution.objective_trace[-1] == pytest.approx(solution.log_posterior, rel=1e-9)
+    assert solution.stats["adaptive_rounds"] == 2 + len(solution.stats["thresholds"])
+    assert solution.stats["gain_evaluations"] == solution.stats["document_evaluations"] * candidates.n_topics
+
+
+@pytest.mark.parametrize("epsilon", [0.3, 0.1])
+@pytest.mark.parametrize("seed", range(8))
+def test_every_link_is_within_one_minus_epsilon_of_the_best_gain(seed, epsilon):
+    """The invariant behind the 1 - 1/e - eps guarantee: when a round starts, every link it adds
+    has marginal gain >= (1 - eps) x the largest gain of any (document, topic) at that time."""
+    corpus, candidates = instance(seed, "raw_umass")
+    solution = parallel_elda(corpus, candidates, 3, epsilon=epsilon, seed=seed)
+    L = candidates.to_dense()
+    rounds = split_rounds(solution)
+    made = [tuple(link) for link in rounds[0]]
+    for links in rounds[1:]:
+        best_gain = max(naive_all_gains(L, corpus, made))
+        for d, t in links:
+            gain = naive_marginal(L, corpus, made, int(d), int(t))
+            assert gain >= (1 - epsilon) * best_gain - 1e-9 * abs(best_gain)
+            made.append((int(d), int(t)))
+
+
+def naive_marginal(L, corpus, links, d, t) -> float:
+    before = naive.objective(L, corpus, links)
+    return naive.objective(L, corpus, links + [(d, t)]) - before
+
+
+def naive_all_gains(L, corpus, links):
+    linked = set(links)
+    doc = lambda d: corpus.document(d)
+    for d in range(corpus.n_documents):
+        topics = [t for dd, t in links if dd == d]
+        scores = naive.best_scores(L, doc(d), topics)
+        gains = naive.gains(L, doc(d), scores)
+        for t in range(L.shape[0]):
+            if (d, t) not in linked:
+                yield gains[t]
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_small_epsilon_nearly_matches_greedy(seed):
+    corpus, candidates = instance(seed, "raw_umass")
+    greedy = fast_greedy(corpus, candidates, 3)
+    start = greedy.objective_trace[corpus.n_documents - 1]  # FastInitialize: the same in both
+    for epsilon in (0.01, 0.2):
+        parallel = parallel_elda(corpus, candidates, 3, epsilon=epsilon, seed=seed)
+        assert parallel.objective_trace[corpus.n_documents - 1] == pytest.approx(start, rel=1e-12)
+        improvement = greedy.log_posterior - start
+        if improvement > 0:
+            # each step is (1 - eps)-greedy; allow eps-proportional slack on the improvement
+            assert parallel.log_posterior - start >= (1 - 3 * epsilon) * improvement
+
+
+def test_shards_and_seed_do_not_change_a_tie_free_result():
+    corpus, candidates = instance(5, "matrix")
+    one = parallel_elda(corpus, candidates, 3, n_shards=1, seed=1)
+    three = parallel_elda(corpus, candidates, 3, n_shards=3, seed=1)
+    again = parallel_elda(corpus, candidates, 3, n_shards=3, seed=1)
+    np.testing.assert_array_equal(three.links, again.links)
+    assert sorted(map(tuple, one.links.tolist())) == sorted(map(tuple, three.links.tolist()))
+    assert one.log_posterior == pytest.approx(three.log_posterior, rel=1e-12)
+
+
+def test_bad_parameters_are_clear_errors():
+    corpus, candidates = instance(0, "raw_umass")
+    with pytest.raises(InputError, match="epsilon must lie in"):
+        parallel_elda(corpus, candidates, 2, epsilon=0)
+    with pytest.raises(InputError, match="kappa must be >= 1"):
+        parallel_elda(corpus, candidates, 0.5)
+
+
+@pytest.fixture(scope="module")
+def dask_shards():
+    pytest.importorskip("distributed")
+    from topicbench.core.distributed import DaskShards
+
+    executor = DaskShards(n_workers=2)
+    yield executor
+    executor.close()
+
+
+class _KeepOpen:
+    """Wraps a DaskShards so that parallel_elda's close() leaves the shared cluster running."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.n_workers = inner.n_workers
+
+    def start(self, *args):
+        self.inner.start(*args)
+
+    def run(self, *args, **kwargs):
+        return self.inner.run(*args, **kwargs)
+
+    def close(self):
+        pass
+
+
+@pytest.mark.slow
+def test_dask_executor_gives_the_local_result(dask_shards):
+    corpus, candidates = instance(2, "raw_umass")
+    local = parallel_elda(corpus, candidates, 3, n_shards=2, seed=4, executor=LocalShards())
+    remote = parallel_elda(corpus, candidates, 3, n_shards=2, seed=4, executor=_KeepOpen(dask_shards))
+    np.testing.assert_array_equal(local.links, remote.links)
+    assert local.log_posterior == remote.log_posterior
+
+
+@pytest.mark.slow
+def test_a_worker_killed_mid_run_does_not_corrupt_the_result(dask_shards):
+    from topicbench.core.io import load_corpus
+
+    corpus = load_corpus()
+    candidates = keyword_candidates(corpus, "raw_umass")
+    reference = parallel_elda(corpus, candidates, 2, n_shards=2, seed=0)
+    client = dask_shards.client
+    rounds = []
+
+    def kill_a_worker_in_round_4(made, budget, log_posterior):
+        rounds.append(made)
+        if len(rounds) == 4:
+            victim = sorted(client.scheduler_info()["workers"])[0]
+            try:
+                client.run(os._exit, 1, workers=[victim])
+            except Exception:  # the worker dies before it can answer
+                pass
+
+    solution = parallel_elda(
+        corpus, candidates, 2, n_shards=2, seed=0, executor=_KeepOpen(dask_shards),
+        on_progress=kill_a_worker_in_round_4,
+    )
+    assert len(rounds) > 4, "the run must have gone past the round where the worker was killed"
+    assert solution.log_posterior == reference.log_posterior
+    np.testing.assert_array_equal(solution.links, reference.links)
+    assert solution.stats["recovered_shards"] >= 1
