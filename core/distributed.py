@@ -42,9 +42,14 @@ class DaskShards:
         Workers of the local cluster (default: the number of cores).
     client : distributed.Client, optional
         Use this client as it is (it is not closed).
+    connect_timeout : float
+        Seconds to wait for ``scheduler`` before failing with ``ConnectionError``.
     """
 
-    def __init__(self, scheduler: str | None = None, *, n_workers: int | None = None, client=None):
+    def __init__(
+        self, scheduler: str | None = None, *, n_workers: int | None = None, client=None,
+        connect_timeout: float = 20.0,
+    ):
         from distributed import Client, LocalCluster
 
         self._own_client = client is None
@@ -52,8 +57,8 @@ class DaskShards:
         if client is None:
             if scheduler:
                 try:
-                    client = Client(scheduler, timeout="20s")
-                except OSError as error:
+                    client = Client(scheduler, timeout=f"{connect_timeout}s")
+                except (OSError, TimeoutError) as error:
                     raise ConnectionError(f"cannot reach the Dask scheduler at {scheduler}: {error}") from error
             else:
                 self._cluster = LocalCluster(

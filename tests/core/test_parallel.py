@@ -186,3 +186,26 @@ def test_a_worker_killed_mid_run_does_not_corrupt_the_result(dask_shards):
     assert solution.log_posterior == reference.log_posterior
     np.testing.assert_array_equal(solution.links, reference.links)
     assert solution.stats["recovered_shards"] >= 1
+
+
+@pytest.mark.slow
+def test_runs_on_an_existing_scheduler_by_address():
+    from distributed import LocalCluster
+
+    from topicbench.core.distributed import DaskShards
+
+    corpus, candidates = instance(3, "raw_umass")
+    local = parallel_elda(corpus, candidates, 2, n_shards=2, seed=2)
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
+        solution = parallel_elda(
+            corpus, candidates, 2, n_shards=2, seed=2, executor=DaskShards(cluster.scheduler_address)
+        )
+    np.testing.assert_array_equal(solution.links, local.links)
+
+
+def test_an_unreachable_scheduler_is_a_clear_error():
+    pytest.importorskip("distributed")
+    from topicbench.core.distributed import DaskShards
+
+    with pytest.raises(ConnectionError, match="cannot reach the Dask scheduler at tcp://127.0.0.1:9"):
+        DaskShards("tcp://127.0.0.1:9", connect_timeout=2)

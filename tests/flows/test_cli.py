@@ -71,3 +71,16 @@ def test_elda_runs_on_the_builtin_corpus(capsys):
     printed = capsys.readouterr().out
     assert "E-LDA on lee: 300 documents" in printed
     assert printed.count("docs:") == 3
+
+
+@pytest.mark.slow
+def test_elda_parallel_on_a_local_dask_cluster(octis_folder, tmp_path, capsys):
+    out = tmp_path / "parallel.json"
+    code = main(["elda", "--corpus", str(octis_folder), "--preprocessed", "--algorithm", "parallel",
+                 "--workers", "1", "--epsilon", "0.2", "--json", str(out)])
+    assert code == 0
+    result = json.loads(out.read_text())
+    assert result["algorithm"] == "parallel"
+    assert result["num_links"] == 12
+    assert result["adaptive_rounds"] >= 2 and result["gain_evaluations"] > 0
+    assert "adaptive rounds" in capsys.readouterr().out
