@@ -1,0 +1,124 @@
+"""The benchmark flow: corpora x models x seeds, fitted concurrently, scored, tracked in MLflow."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+from prefect import flow, get_run_logger
+from prefect.futures import as_completed
+from prefect.states import Failed
+
+from topicbench.core.corpus import Corpus
+from topicbench.tasks.corpus import load_corpus
+from topicbench.tasks.fit import fit_model
+from topicbench.tasks.metrics import metric_context, score_model_output
+from topicbench.tasks.records import settings_key
+from topicbench.tasks.tracking import Tracker, log_failed_run, log_model_run, run_record
+
+from .config import BenchmarkConfig, CorpusSpec, ModelSpec
+from .runtime import prefect_defaults, shared_prefect_server, task_runner, uses_worker_processes
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, eq=False)
+class Job:
+    """One (corpus, model, seed) run."""
+
+    corpus: CorpusSpec
+    corpus_data: Corpus
+    model: ModelSpec
+    seed: int
+    config: BenchmarkConfig
+
+    @property
+    def key(self) -> str:
+        """Hash of everything that decides the run's result (resume matches on it)."""
+        return settings_key(
+            self.corpus_data.fingerprint(), self.model.model, self.model.num_topics, self.model.settings,
+            self.seed, sorted(self.config.metrics), list(self.config.top_n),
+        )
+
+    @property
+    def label(self) -> str:
+        return f"{self.model.name}@{self.corpus.name} seed {self.seed}"
+
+    def record(self) -> dict:
+        return run_record(self.corpus_data, self.model, self.seed, self.config)
+
+
+@flow(name="benchmark", validate_parameters=False)
+def benchmark(config: BenchmarkConfig) -> dict:
+    """Fit every (corpus, model, seed) of ``config`` not already finished, score and track it.
+
+    A model that fails is recorded as a FAILED nested run with its error and the others go on;
+    the flow then ends Failed, naming what failed.
+    """
+    log = get_run_logger()
+    tracker = Tracker(config.tracking_uri, config.experiment)
+    parent = tracker.open_parent(config)
+    finished = tracker.finished_run_keys()
+    splits = {spec.name: _splits(load_corpus(spec)) for spec in config.corpora}
+    jobs = [
+        Job(spec, splits[spec.name][0], model, seed, config)
+        for spec in config.corpora for model in config.models for seed in config.seeds
+    ]
+    todo = [job for job in jobs if job.key not in finished]
+    log.info("%d runs: %d already finished (skipped), %d to run", len(jobs), len(jobs) - len(todo), len(todo))
+    futures = {
+        fit_model.submit(
+            job.corpus_data, job.model.model, job.model.num_topics, job.model.settings, job.seed,
+            splits[job.corpus.name][1],
+        ): job
+        for job in todo
+    }
+    contexts = {}
+    failed, logged = [], []
+    started = time.perf_counter()
+    for done, future in enumerate(as_completed(list(futures)), start=1):
+        job = futures[future]
+        result = future.result(raise_on_failure=False)
+        try:
+            if isinstance(result, BaseException):
+                raise result
+            output, heldout_theta = result
+            if job.corpus.name not in contexts:
+                contexts[job.corpus.name] = metric_context(
+                    job.corpus_data, config.metrics, config.top_n, splits[job.corpus.name][1]
+                )
+            scores, skipped = score_model_output(output, contexts[job.corpus.name], config.metrics, job.seed, heldout_theta)
+        except Exception as error:  # a failed fit or scoring: record it, go on with the others
+            log_failed_run(tracker, parent, job, error)
+            failed.append(f"{job.label}: {type(error).__name__}: {error}")
+            log.warning("[%d/%d] %s FAILED: %s", done, len(todo), job.label, error)
+            continue
+        log_model_run(tracker, parent, job, output, scores, skipped)
+        logged.append(job.label)
+        log.info("[%d/%d] %s: fitted in %.1f s (%.0f s elapsed)", done, len(todo), job.label,
+                 output.fit_seconds, time.perf_counter() - started)
+    summary = {
+        "experiment": config.experiment, "runs": len(jobs), "skipped_finished": len(jobs) - len(todo),
+        "logged": logged, "failed": failed, "parent_run_id": parent,
+    }
+    tracker.close_parent(parent, summary, failed)
+    if failed:
+        return Failed(message=f"{len(failed)} of {len(todo)} runs failed: " + "; ".join(failed), data=summary)
+    return summary
+
+
+def _splits(corpus: Corpus):
+    """(fitting corpus, held-out corpus or None): OCTIS 'test' documents are held out when present."""
+    if corpus.partitions is not None and "test" in corpus.partitions and "train" in corpus.partitions:
+        return corpus.split("train"), corpus.split("test")
+    return corpus, None
+
+
+def run_benchmark(config: BenchmarkConfig):
+    """Run the benchmark flow on the config's task runner; returns the flow's final state."""
+    prefect_defaults()
+    needs_server = uses_worker_processes(config.workers, config.scheduler)
+    with shared_prefect_server(needs_server):
+        runner = task_runner(config.workers, config.scheduler)
+        return benchmark.with_options(task_runner=runner)(config, return_state=True)

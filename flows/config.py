@@ -1,0 +1,191 @@
+"""Benchmark runs described by config (YAML), validated against the registries, fingerprinted."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+import yaml
+
+from topicbench.core.config import COHERENCE_TOP_N
+from topicbench.core.preprocess import PreprocessConfig
+from topicbench.core.validation import InputError
+
+#: Default MLflow store: a sqlite database under results/ (git-ignored).
+DEFAULT_TRACKING_URI = "sqlite:///results/mlflow.db"
+DEFAULT_METRICS = (
+    "umass", "npmi", "uci", "cv", "embedding_pairwise", "embedding_centroid",
+    "topic_diversity", "inverted_rbo", "log_likelihood_own", "log_likelihood_randk",
+)
+
+
+@dataclass(frozen=True)
+class CorpusSpec:
+    """A corpus: ``source`` is 'lee', an OCTIS folder or a text file; ``preprocessing`` holds
+    :class:`PreprocessConfig` fields."""
+
+    name: str
+    source: str = "lee"
+    preprocessing: dict = field(default_factory=dict)
+
+    def preprocess_config(self) -> PreprocessConfig:
+        return PreprocessConfig.from_dict(self.preprocessing)
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A model of the registry with its settings. ``label`` names this variant in reports
+    (default: the model name); ``num_topics`` is K where the model takes one."""
+
+    model: str
+    num_topics: int | None = None
+    settings: dict = field(default_factory=dict)
+    label: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.label or self.model
+
+
+@dataclass(frozen=True)
+class BenchmarkConfig:
+    """corpora x models x seeds, the metrics to compute and where to record them.
+
+    Attributes
+    ----------
+    experiment : str
+        MLflow experiment name (one parent run per benchmark run).
+    corpora, models : tuples of specs
+    seeds : tuple of int
+    metrics : tuple of str
+        Names from the metrics registry.
+    top_n : tuple of int
+        The N grid for topic-level metrics.
+    tracking_uri : str
+        Any MLflow tracking URI (default: a sqlite database under results/).
+    workers : int
+        Dask worker processes fitting models concurrently (1: in the flow's process).
+    scheduler : str or None
+        Address of an existing Dask scheduler instead of a local cluster.
+    """
+
+    experiment: str = "topicbench"
+    corpora: tuple = (CorpusSpec(name="lee", source="lee"),)
+    models: tuple = ()
+    seeds: tuple = (0,)
+    metrics: tuple = DEFAULT_METRICS
+    top_n: tuple = COHERENCE_TOP_N
+    tracking_uri: str = DEFAULT_TRACKING_URI
+    workers: int = 1
+    scheduler: str | None = None
+
+    @classmethod
+    def from_yaml(cls, path) -> "BenchmarkConfig":
+        path = Path(path)
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise InputError(f"config file not found: {path}") from None
+        except yaml.YAMLError as error:
+            raise InputError(f"{path} is not valid YAML: {error}") from None
+        if not isinstance(data, dict):
+            raise InputError(f"{path}: the config must be a mapping of settings, got {type(data).__name__}")
+        return cls.from_dict(data, where=str(path))
+
+    @classmethod
+    def from_dict(cls, data: dict, *, where: str = "config") -> "BenchmarkConfig":
+        _no_unknown(data, {f.name for f in fields(cls)}, where)
+        values = dict(data)
+        values["corpora"] = tuple(
+            _spec(CorpusSpec, item, f"{where}: corpora[{i}]") for i, item in enumerate(data.get("corpora", [])) or ()
+        ) or cls.corpora
+        values["models"] = tuple(
+            _spec(ModelSpec, item, f"{where}: models[{i}]") for i, item in enumerate(data.get("models", []) or [])
+        )
+        for key in ("seeds", "metrics", "top_n"):
+            if key in values:
+                values[key] = tuple(values[key])
+        config = cls(**values)
+        config.validate(where)
+        return config
+
+    def validate(self, where: str = "config") -> "BenchmarkConfig":
+        """Check fields against each other and names against the registries (errors name them)."""
+        from topicbench.baselines.registry import MODELS
+        from topicbench.core.metrics.registry import METRICS
+
+        if not self.models:
+            raise InputError(f"{where}: no models: list at least one under 'models'")
+        if not self.seeds or not all(isinstance(s, int) for s in self.seeds):
+            raise InputError(f"{where}: seeds must be a non-empty list of integers, got {list(self.seeds)}")
+        if not self.top_n or not all(isinstance(n, int) and n >= 2 for n in self.top_n):
+            raise InputError(f"{where}: top_n must list integers >= 2, got {list(self.top_n)}")
+        if self.workers < 1:
+            raise InputError(f"{where}: workers must be >= 1, got {self.workers}")
+        names = [c.name for c in self.corpora]
+        if len(set(names)) != len(names):
+            raise InputError(f"{where}: corpus names must be unique, got {names}")
+        for corpus in self.corpora:
+            corpus.preprocess_config()
+        labels = [m.name for m in self.models]
+        if len(set(labels)) != len(labels):
+            raise InputError(f"{where}: two models share the label {[l for l in labels if labels.count(l) > 1][0]!r}; give each a 'label'")
+        for spec in self.models:
+            model_class = MODELS.get(spec.model)
+            unknown = sorted(set(spec.settings) - set(model_class.defaults))
+            if unknown:
+                raise InputError(
+                    f"{where}: model {spec.name!r} ({spec.model}) has no setting {unknown[0]!r}; "
+                    f"its settings: {', '.join(sorted(model_class.defaults))}"
+                )
+        for metric in self.metrics:
+            METRICS.get(metric)
+        return self
+
+    def to_dict(self) -> dict:
+        return json.loads(json.dumps(asdict(self)))
+
+    def fingerprint(self) -> str:
+        """SHA-256 of the canonical JSON of the whole config."""
+        return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()
+
+    def replace(self, **changes) -> "BenchmarkConfig":
+        data = {**self.to_dict(), **changes}
+        return BenchmarkConfig.from_dict(data)
+
+
+def default_config(tracking_uri: str = DEFAULT_TRACKING_URI) -> BenchmarkConfig:
+    """The built-in benchmark: the Lee corpus with E-LDA, gensim LDA and Gibbs LDA (the README's job)."""
+    return BenchmarkConfig.from_dict(
+        {
+            "experiment": "lee-default",
+            "corpora": [{"name": "lee", "source": "lee"}],
+            "models": [
+                {"model": "elda", "settings": {"kappa": 2.0, "generator": "cooccurrence"}},
+                {"model": "gensim_lda", "num_topics": 20, "settings": {"alpha": "auto", "passes": 10}},
+                {"model": "gibbs_lda", "num_topics": 20, "settings": {"alpha": 0.1, "iterations": 500}},
+            ],
+            "seeds": [0],
+            "tracking_uri": tracking_uri,
+        },
+        where="default config",
+    )
+
+
+def _spec(kind, item, where):
+    if not isinstance(item, dict):
+        raise InputError(f"{where}: expected a mapping, got {item!r}")
+    _no_unknown(item, {f.name for f in fields(kind)}, where)
+    if kind is CorpusSpec and "name" not in item:
+        raise InputError(f"{where}: a corpus needs a 'name'")
+    if kind is ModelSpec and "model" not in item:
+        raise InputError(f"{where}: a model needs a 'model' (a registry name)")
+    return kind(**item)
+
+
+def _no_unknown(data: dict, known: set, where: str) -> None:
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise InputError(f"{where}: unknown setting {unknown[0]!r}; known: {', '.join(sorted(known))}")

@@ -1,0 +1,51 @@
+"""Prefect task: fit one model with one seed (runs on the flow's task runner, e.g. Dask)."""
+
+from __future__ import annotations
+
+import numpy as np
+from prefect import task
+from prefect.cache_policies import NONE
+
+from topicbench.baselines.registry import MODELS
+from topicbench.core.corpus import Corpus
+from topicbench.core.output import TopicModelOutput
+
+
+@task(name="fit_model", retries=0, cache_policy=NONE)
+def fit_model(
+    corpus: Corpus, model: str, num_topics, settings: dict, seed: int, heldout: Corpus | None = None,
+) -> tuple[TopicModelOutput, np.ndarray | None]:
+    """``MODELS.get(model)(**settings).fit(corpus, num_topics, seed)``, plus p(topic | document)
+    of the ``heldout`` documents for models that can infer them. numba and BLAS threads are held
+    to the Dask worker's thread count when it runs inside one. Fits never retry."""
+    with _worker_threads():
+        estimator = MODELS.get(model)(**settings)
+        output = estimator.fit(corpus, num_topics, seed)
+        theta = None
+        if heldout is not None and getattr(estimator, "supports_transform", False):
+            theta = estimator.transform(heldout)
+        return output, theta
+
+
+class _worker_threads:
+    """Inside a Dask worker, limit numba/BLAS/torch threads to the worker's threads."""
+
+    def __enter__(self):
+        self._limits = None
+        try:
+            from distributed import get_worker
+
+            worker = get_worker()
+        except (ImportError, ValueError):
+            return self
+        import numba
+        from threadpoolctl import threadpool_limits
+
+        threads = getattr(getattr(worker, "state", worker), "nthreads", 1) or 1
+        numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
+        self._limits = threadpool_limits(limits=threads)
+        return self
+
+    def __exit__(self, *exc):
+        if self._limits is not None:
+            self._limits.unregister()
