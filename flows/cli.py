@@ -12,6 +12,7 @@ import time
 
 from topicbench.core.config import DEFAULT_TOP_WORDS, GENERATORS
 from topicbench.core.validation import InputError
+from topicbench.flows.config import DEFAULT_TRACKING_URI
 
 logger = logging.getLogger("topicbench")
 
@@ -53,7 +54,95 @@ def build_parser() -> argparse.ArgumentParser:
     elda.add_argument("--json", metavar="OUT", help="write the result as JSON to OUT")
     elda.add_argument("--parquet", metavar="DIR", help="write links, token topics and topics as Parquet to DIR")
     elda.set_defaults(handler=run_elda)
+
+    run = commands.add_parser(
+        "run", help="run a benchmark (corpora x models x seeds) and write its report",
+        description="Run a benchmark from a YAML config (no config: the built-in Lee corpus with "
+        "E-LDA, gensim LDA and Gibbs LDA), track it in MLflow and write results/<experiment>/report.*",
+    )
+    run.add_argument("config", nargs="?", help="a benchmark YAML config")
+    run.add_argument("--tracking-uri", help=f"MLflow tracking URI (default: {DEFAULT_TRACKING_URI})")
+    run.add_argument("--experiment", help="MLflow experiment name (overrides the config)")
+    run.add_argument("--workers", type=int, help="Dask worker processes fitting models concurrently")
+    run.add_argument("--scheduler", metavar="ADDRESS", help="run the fits on an existing Dask scheduler")
+    run.add_argument("--seeds", type=int, nargs="+", help="seeds (overrides the config)")
+    run.add_argument("--no-report", action="store_true", help="do not write the report afterwards")
+    run.add_argument("--out", help="report folder (default: results/<experiment>)")
+    run.set_defaults(handler=run_benchmark_command)
+
+    report = commands.add_parser("report", help="build the report of an experiment from its tracked runs")
+    report.add_argument("--experiment", required=True)
+    report.add_argument("--tracking-uri", help=f"MLflow tracking URI (default: {DEFAULT_TRACKING_URI})")
+    report.add_argument("--out", help="report folder (default: results/<experiment>)")
+    report.set_defaults(handler=run_report_command)
+
+    ui = commands.add_parser("ui", help="open the MLflow UI on 127.0.0.1")
+    ui.add_argument("--tracking-uri", help=f"MLflow tracking URI (default: {DEFAULT_TRACKING_URI})")
+    ui.add_argument("--port", type=int, default=5000)
+    ui.set_defaults(handler=run_ui_command)
     return parser
+
+
+def _tracking_uri(value: str | None) -> str:
+    """The given URI, or the default sqlite database under ./results/ as an absolute path."""
+    if value:
+        return value
+    from pathlib import Path
+
+    return "sqlite:///" + str(Path.cwd() / "results" / "mlflow.db")
+
+
+def run_benchmark_command(args) -> int:
+    from topicbench.flows.benchmark import run_benchmark
+    from topicbench.flows.config import BenchmarkConfig, default_config
+
+    config = BenchmarkConfig.from_yaml(args.config) if args.config else default_config()
+    overrides = {"tracking_uri": _tracking_uri(args.tracking_uri) if (args.tracking_uri or not args.config or config.tracking_uri == DEFAULT_TRACKING_URI) else config.tracking_uri}
+    if args.experiment:
+        overrides["experiment"] = args.experiment
+    if args.workers:
+        overrides["workers"] = args.workers
+    if args.scheduler:
+        overrides["scheduler"] = args.scheduler
+    if args.seeds:
+        overrides["seeds"] = args.seeds
+    config = config.replace(**overrides)
+    started = time.perf_counter()
+    state = run_benchmark(config)
+    seconds = time.perf_counter() - started
+    failed = state.is_failed()
+    summary = state.result(raise_on_failure=False) if not failed else None
+    print(f"benchmark {config.experiment!r}: {'FAILED' if failed else 'completed'} in {seconds:.0f} s; "
+          f"tracking at {config.tracking_uri}")
+    if not args.no_report:
+        from topicbench.flows.report import report
+
+        written = report(config.experiment, config.tracking_uri, args.out)
+        print(f"report: {written['markdown']} and {written['html']}")
+    if failed:
+        print(f"topicbench: error: {state.message}", file=sys.stderr)
+        return 1
+    if isinstance(summary, dict):
+        print(f"{len(summary['logged'])} runs logged, {summary['skipped_finished']} already finished (skipped)")
+    return 0
+
+
+def run_report_command(args) -> int:
+    from topicbench.flows.report import report
+
+    written = report(args.experiment, _tracking_uri(args.tracking_uri), args.out)
+    print(f"report: {written['markdown']} and {written['html']} ({written['finished']} runs, {written['failed']} failed)")
+    return 0
+
+
+def run_ui_command(args) -> int:
+    import shutil
+    import subprocess
+
+    mlflow = shutil.which("mlflow") or str(__import__("pathlib").Path(sys.executable).with_name("mlflow"))
+    uri = _tracking_uri(args.tracking_uri)
+    print(f"MLflow UI for {uri} on http://127.0.0.1:{args.port} (Ctrl-C stops it)")
+    return subprocess.call([mlflow, "ui", "--backend-store-uri", uri, "--host", "127.0.0.1", "--port", str(args.port)])
 
 
 def run_elda(args) -> int:
@@ -116,6 +205,12 @@ def format_summary(solution, top: int, top_words: int) -> str:
     return "\n".join(lines)
 
 
+def _tracking_error():
+    from topicbench.tasks.tracking import TrackingError
+
+    return TrackingError
+
+
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -125,9 +220,11 @@ def main(argv=None) -> int:
         datefmt="%H:%M:%S",
         stream=sys.stderr,
     )
+    for noisy in ("httpx", "httpcore", "alembic", "mlflow.store", "distributed", "prefect.task_runs"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
     try:
         return args.handler(args)
-    except (InputError, ConnectionError) as error:
+    except (InputError, ConnectionError, _tracking_error()) as error:
         print(f"topicbench: error: {error}", file=sys.stderr)
         return 2
 

@@ -27,6 +27,7 @@ from .records import git_commit, package_versions
 logger = logging.getLogger(__name__)
 
 PARENT_ROLE, FIT_ROLE = "benchmark", "fit"
+os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 _TOP = re.compile(r"^(.*)_top(\d+)$")
 
 
