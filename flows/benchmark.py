@@ -15,7 +15,7 @@ from topicbench.tasks.corpus import load_corpus
 from topicbench.tasks.fit import fit_model
 from topicbench.tasks.metrics import metric_context, score_model_output
 from topicbench.tasks.records import settings_key
-from topicbench.tasks.tracking import Tracker, log_failed_run, log_model_run, run_record
+from topicbench.tasks.tracking import Tracker, check_tracking_uri, log_failed_run, log_model_run, run_record
 
 from .config import BenchmarkConfig, CorpusSpec, ModelSpec
 from .runtime import prefect_defaults, shared_prefect_server, task_runner, uses_worker_processes
@@ -117,6 +117,7 @@ def _splits(corpus: Corpus):
 
 def run_benchmark(config: BenchmarkConfig):
     """Run the benchmark flow on the config's task runner; returns the flow's final state."""
+    check_tracking_uri(config.tracking_uri)  # before any work: an unreachable store fails now
     prefect_defaults()
     needs_server = uses_worker_processes(config.workers, config.scheduler)
     with shared_prefect_server(needs_server):

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Create .venv (if missing) and install topicbench with its pinned dependencies and test tools.
 # Idempotent: a second run only checks that everything is installed.
+#   --browser   also install Debian's chromium (the report-rendering test drives it headless)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -9,3 +10,10 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install --quiet --upgrade "pip>=24"
 .venv/bin/python -m pip install --quiet -c constraints.txt -e ".[test]"
+if [ "${1:-}" = "--browser" ] && ! command -v chromium >/dev/null 2>&1; then
+    if [ "$(id -u)" = "0" ]; then
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+    else
+        echo "setup: chromium is missing and this is not root; the browser test will be skipped" >&2
+    fi
+fi

@@ -1,0 +1,129 @@
+"""The benchmark flow end to end on a tiny corpus against a temporary MLflow store."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from topicbench.flows.benchmark import run_benchmark
+from topicbench.flows.config import BenchmarkConfig
+from topicbench.core.validation import InputError
+from topicbench.tasks.tracking import TrackingError
+
+
+def make_config(tiny_octis, tracking_uri, models, **extra):
+    return BenchmarkConfig.from_dict({
+        "experiment": "tiny",
+        "corpora": [{"name": "tiny", "source": str(tiny_octis), "preprocessing": {"preprocessed": True}}],
+        "models": models,
+        "seeds": [0, 1],
+        "metrics": ["umass", "npmi", "topic_diversity", "log_likelihood_own", "log_likelihood_randk"],
+        "top_n": [5, 10],
+        "tracking_uri": tracking_uri,
+        **extra,
+    })
+
+
+ELDA = {"model": "elda", "settings": {"kappa": 2.0, "generator": "cooccurrence", "top_words": 10}}
+GENSIM = {"model": "gensim_lda", "num_topics": 4, "settings": {"passes": 2, "iterations": 20, "top_words": 10}}
+
+
+def fit_runs(client, experiment="tiny"):
+    experiment_id = client.get_experiment_by_name(experiment).experiment_id
+    return client.search_runs([experiment_id], filter_string="tags.`topicbench.role` = 'fit'", max_results=1000)
+
+
+def test_flow_end_to_end_with_resume(tiny_octis, tmp_path):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    config = make_config(tiny_octis, uri, [ELDA, GENSIM])
+    state = run_benchmark(config)
+    assert state.is_completed(), state.message
+    client = MlflowClient(uri)
+    runs = fit_runs(client)
+    assert len(runs) == 4 and {r.info.status for r in runs} == {"FINISHED"}
+    by_model = {(r.data.tags["model"], r.data.tags["seed"]): r for r in runs}
+    elda = by_model[("elda", "0")]
+    # params: everything needed to repeat the run
+    params = elda.data.params
+    assert params["corpus_fingerprint"] and params["seed"] == "0" and params["settings.kappa"] == "2.0"
+    assert params["preprocessing.preprocessed"] == "True"
+    assert "version.numpy" in params and "git_commit" in params
+    # metrics: coherence per measure and N (stored as name_topN), fit time, memory
+    metrics = elda.data.metrics
+    for key in ("umass_top5", "umass_top10", "npmi_top10", "topic_diversity_top10", "fit_seconds", "peak_memory_mb",
+                "log_likelihood_own", "log_likelihood_randk"):
+        assert key in metrics, key
+    assert metrics["log_likelihood_own"] > metrics["log_likelihood_randk"]
+    # artifacts: topics, the output's matrices, token assignments
+    artifacts = {a.path for a in client.list_artifacts(elda.info.run_id)}
+    assert {"topics.json", "topics.csv", "output"} <= artifacts
+    topics = json.loads(Path(client.download_artifacts(elda.info.run_id, "topics.json")).read_text())
+    assert topics and all(t["words"] for t in topics)
+    # the corpus as an MLflow input with our fingerprint as its digest
+    inputs = client.get_run(elda.info.run_id).inputs.dataset_inputs
+    assert inputs and inputs[0].dataset.name == "tiny" and params["corpus_fingerprint"].startswith(inputs[0].dataset.digest)
+    # tags to filter by in the UI
+    assert elda.data.tags["corpus"] == "tiny" and elda.data.tags["experiment"] == "tiny"
+    parents = client.search_runs([elda.info.experiment_id], filter_string="tags.`topicbench.role` = 'benchmark'")
+    assert len(parents) == 1 and elda.data.tags["mlflow.parentRunId"] == parents[0].info.run_id
+
+    # resume: a re-run skips the four finished runs and adds none
+    again = run_benchmark(config)
+    assert again.is_completed()
+    summary = again.result()
+    assert summary["skipped_finished"] == 4 and summary["logged"] == []
+    assert len(fit_runs(client)) == 4
+
+
+def test_a_failing_model_is_recorded_and_the_others_complete(tiny_octis, tmp_path):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    config = make_config(tiny_octis, uri, [ELDA, {"model": "always_fails"}])
+    state = run_benchmark(config)
+    assert state.is_failed()
+    assert "2 of 4 runs failed" in state.message and "always_fails@tiny seed 0" in state.message
+    runs = fit_runs(MlflowClient(uri))
+    statuses = {(r.data.tags["model"], r.data.tags["seed"]): r.info.status for r in runs}
+    assert statuses == {("elda", "0"): "FINISHED", ("elda", "1"): "FINISHED",
+                        ("always_fails", "0"): "FAILED", ("always_fails", "1"): "FAILED"}
+    failed = [r for r in runs if r.info.status == "FAILED"][0]
+    assert "injected failure" in failed.data.tags["topicbench.error"]
+
+
+def test_an_unreachable_tracking_server_fails_before_any_work(tiny_octis, tmp_path):
+    config = make_config(tiny_octis, "http://127.0.0.1:9", [ELDA])
+    with pytest.raises(TrackingError, match="tracking server at http://127.0.0.1:9 is unreachable"):
+        run_benchmark(config)
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"models": [{"model": "lda"}]}, "Unknown model 'lda'. Available:"),
+        ({"metrics": ["coherence"]}, "Unknown metric 'coherence'"),
+        ({"models": [{"model": "gensim_lda", "settings": {"alphas": 1}}]}, "has no setting 'alphas'"),
+        ({"seeds": []}, "seeds must be a non-empty list"),
+        ({"colour": "blue"}, "unknown setting 'colour'"),
+    ],
+)
+def test_config_errors_name_the_problem(tiny_octis, tmp_path, change, message):
+    data = make_config(tiny_octis, "sqlite:///x.db", [ELDA]).to_dict()
+    data.update(change)
+    with pytest.raises(InputError, match=message):
+        BenchmarkConfig.from_dict(data)
+
+
+def test_config_from_yaml(tmp_path, tiny_octis):
+    path = tmp_path / "bench.yaml"
+    path.write_text(
+        f"experiment: y\ncorpora:\n  - name: t\n    source: {tiny_octis}\n    preprocessing: {{preprocessed: true}}\n"
+        "models:\n  - model: elda\nseeds: [3]\n"
+    )
+    config = BenchmarkConfig.from_yaml(path)
+    assert config.seeds == (3,) and config.models[0].model == "elda"
+    assert config.fingerprint() == BenchmarkConfig.from_yaml(path).fingerprint()
+    path.write_text("experiment: [unclosed")
+    with pytest.raises(InputError, match="not valid YAML"):
+        BenchmarkConfig.from_yaml(path)
