@@ -76,6 +76,19 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--out", help="report folder (default: results/<experiment>)")
     report.set_defaults(handler=run_report_command)
 
+    paper = commands.add_parser(
+        "paper", help="reproduce the paper's Experiment Sets 1 and 2 on ../shared/data",
+        description="Run the paper's experiments (spec §4) and write their reports to results/paper/.",
+    )
+    paper.add_argument("--sets", type=int, nargs="+", choices=(1, 2), default=[1, 2])
+    paper.add_argument("--data", help="folder holding congress/, reuters/ and 20ng_politics/ (default: ../shared/data)")
+    paper.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    paper.add_argument("--iterations", type=int, default=1000, help="Gibbs sweeps (the paper: 1000)")
+    paper.add_argument("--workers", type=int, default=2)
+    paper.add_argument("--tracking-uri", help=f"MLflow tracking URI (default: {DEFAULT_TRACKING_URI})")
+    paper.add_argument("--out", default="results/paper")
+    paper.set_defaults(handler=run_paper_command)
+
     ui = commands.add_parser("ui", help="open the MLflow UI on 127.0.0.1")
     ui.add_argument("--tracking-uri", help=f"MLflow tracking URI (default: {DEFAULT_TRACKING_URI})")
     ui.add_argument("--port", type=int, default=5000)
@@ -125,6 +138,21 @@ def run_benchmark_command(args) -> int:
     if isinstance(summary, dict):
         print(f"{len(summary['logged'])} runs logged, {summary['skipped_finished']} already finished (skipped)")
     return 0
+
+
+def run_paper_command(args) -> int:
+    from topicbench.flows.paper import SHARED_DATA, PAPER_NOTES, run_paper
+
+    started = time.perf_counter()
+    states = run_paper(
+        args.sets, data=args.data or SHARED_DATA, seeds=args.seeds, iterations=args.iterations,
+        workers=args.workers, tracking_uri=_tracking_uri(args.tracking_uri), out=args.out, notes=PAPER_NOTES,
+    )
+    print(f"paper reproduction finished in {(time.perf_counter() - started) / 60:.1f} min; reports in {args.out}/")
+    failed = {n: s.message for n, s in states.items() if s.is_failed()}
+    for number, message in failed.items():
+        print(f"topicbench: error: set {number}: {message}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 def run_report_command(args) -> int:

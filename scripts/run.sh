@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Set up, then run the main job: E-LDA on the built-in corpus (gensim's Lee news corpus).
-# Extra arguments go to `topicbench elda`.
+# Set up, then run the main job: the benchmark flow on the built-in corpus (gensim's Lee news):
+# E-LDA, gensim LDA and Gibbs LDA, scored, tracked in MLflow and reported. Extra arguments go to `topicbench run`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-exec .venv/bin/topicbench elda --corpus lee "$@"
+exec .venv/bin/topicbench run "$@"

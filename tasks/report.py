@@ -277,8 +277,11 @@ table.results th,table.results td{border-bottom:1px solid #ddd;padding:0.25em 0.
 table.results th{background:#f3f3f3} img{max-width:100%;margin:0.5em 0 1.5em} code{background:#f3f3f3}"""
 
 
-def render_report(frame: pd.DataFrame, folder, *, experiment: str, command: str, notes: str = "") -> dict:
-    """Write ``report.md``, ``report.html`` (self-contained) and the PNG plots into ``folder``."""
+def render_report(
+    frame: pd.DataFrame, folder, *, experiment: str, command: str, notes: str = "", extra_sections=(),
+) -> dict:
+    """Write ``report.md``, ``report.html`` (self-contained) and the PNG plots into ``folder``.
+    ``extra_sections`` are (title, text, table) added after the notes."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     doc = _Document(folder)
@@ -294,6 +297,12 @@ def render_report(frame: pd.DataFrame, folder, *, experiment: str, command: str,
         doc.heading("Notes")
         for line in notes.strip().split("\n\n"):
             doc.paragraph(line.strip())
+
+    for title, text, table in extra_sections:
+        doc.heading(title)
+        if text:
+            doc.paragraph(text)
+        doc.table(table)
 
     set1 = set1_table(frame)
     if not set1.empty:

@@ -1,0 +1,148 @@
+"""The paper's two experiments (spec §4) as configs of the benchmark flow.
+
+- Set 1 (posterior quality with the topics held fixed): Gibbs LDA, K = 100, beta = 0.01, in the
+  Gibbs / Gibbs-Sparse / Gibbs-Bayes settings; each run is scored by the log posterior of its own
+  token assignment, of E-LDA on its topics with the matched budget, and of RandK.
+- Set 2 (semantic quality): E-LDA with each keyword generator (kappa = 2) and every baseline that
+  has landed, scored by coherence over the N grid (UMass, NPMI, C_V, embedding) and diversity.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prefect import flow
+
+from topicbench.baselines.gibbs_lda import PAPER_SETTINGS
+
+from .benchmark import run_benchmark
+from .config import BenchmarkConfig
+
+SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+PAPER_CORPORA = ("congress", "reuters", "20ng_politics")
+SET1_METRICS = ("log_likelihood_own", "log_likelihood_elda", "log_likelihood_randk", "umass", "npmi", "topic_diversity")
+SET2_METRICS = ("umass", "npmi", "cv", "embedding_pairwise", "embedding_centroid", "topic_diversity", "inverted_rbo")
+SET2_BASELINES = {
+    "bertopic": {},
+    "prodlda": {"num_topics": 100},
+    "etm": {"num_topics": 100},
+    "ctm": {"num_topics": 100},
+    "fastopic": {"num_topics": 100},
+}
+
+
+def _corpora(data: Path, corpora) -> list[dict]:
+    missing = [name for name in corpora if not (Path(data) / name).is_dir()]
+    if missing:
+        from topicbench.core.validation import InputError
+
+        raise InputError(f"paper corpora missing from {data}: {', '.join(missing)} (give --data PATH)")
+    return [{"name": name, "source": str(Path(data) / name), "preprocessing": {"preprocessed": True}} for name in corpora]
+
+
+def set1_config(data=SHARED_DATA, *, seeds=(0, 1, 2), iterations: int = 1000, corpora=PAPER_CORPORA,
+                tracking_uri: str, workers: int = 2, experiment: str = "paper-set1") -> BenchmarkConfig:
+    models = [
+        {"model": "gibbs_lda", "label": label, "num_topics": 100,
+         "settings": {**settings, "eta": 0.01, "iterations": iterations}}
+        for label, settings in PAPER_SETTINGS.items()
+    ]
+    return BenchmarkConfig.from_dict({
+        "experiment": experiment, "corpora": _corpora(data, corpora), "models": models, "seeds": list(seeds),
+        "metrics": list(SET1_METRICS), "tracking_uri": tracking_uri, "workers": workers,
+    }, where="paper set 1")
+
+
+def set2_config(data=SHARED_DATA, *, seeds=(0, 1, 2), iterations: int = 1000, corpora=PAPER_CORPORA,
+                baselines=tuple(SET2_BASELINES), baseline_settings: dict | None = None,
+                tracking_uri: str, workers: int = 2, experiment: str = "paper-set2") -> BenchmarkConfig:
+    from topicbench.baselines.registry import MODELS
+
+    models = [
+        {"model": "elda", "label": f"elda_{generator}", "settings": {"kappa": 2.0, "generator": generator}}
+        for generator in ("raw_umass", "exp_umass", "cooccurrence")
+    ]
+    models.append({"model": "gibbs_lda", "label": "gibbs", "num_topics": 100,
+                   "settings": {**PAPER_SETTINGS["gibbs"], "eta": 0.01, "iterations": iterations}})
+    for name in baselines:
+        if name in MODELS:
+            spec = dict(SET2_BASELINES.get(name, {}))
+            models.append({"model": name, **spec, "settings": dict((baseline_settings or {}).get(name, {}))})
+    return BenchmarkConfig.from_dict({
+        "experiment": experiment, "corpora": _corpora(data, corpora), "models": models, "seeds": list(seeds),
+        "metrics": list(SET2_METRICS), "tracking_uri": tracking_uri, "workers": workers,
+    }, where="paper set 2")
+
+
+#: The paper's Set 1 figures (spec §4, x10^6): (LDA, E-LDA) per corpus and setting.
+PAPER_SET1 = {
+    ("congress", "gibbs"): (-2.05, -1.78), ("congress", "gibbs_bayes"): (-2.47, -2.22), ("congress", "gibbs_sparse"): (-2.43, -2.14),
+    ("reuters", "gibbs"): (-2.80, -2.52), ("reuters", "gibbs_bayes"): (-3.66, -3.43), ("reuters", "gibbs_sparse"): (-3.49, -3.13),
+    ("20ng_politics", "gibbs"): (-1.57, -1.40), ("20ng_politics", "gibbs_bayes"): (-1.70, -1.61), ("20ng_politics", "gibbs_sparse"): (-1.68, -1.55),
+}
+
+
+#: What the reports say about where our figures differ from the paper's, and why.
+PAPER_NOTES = {
+    1: (
+        "Sampler: tomotopy's collapsed Gibbs sampler stands in for MALLET (same model: K = 100, "
+        "beta = 0.01, 1000 sweeps); Gibbs-Bayes optimises an asymmetric alpha with tomotopy's rule, "
+        "which is not MALLET's hyperparameter optimisation, so its absolute log posterior differs most.\n\n"
+        "Seeds: 3 per setting here against 10 in the paper, so p-values are weaker (a paired t-test on "
+        "3 pairs cannot reach the paper's p < 1e-10) even where E-LDA wins in every run.\n\n"
+        "The log posterior is the sum of log phi_z[w] over all tokens, with phi the LDA's final "
+        "topic-word estimate; small differences in that estimate (smoothing, final sweep) shift all "
+        "three columns together and leave the E-LDA-minus-LDA gain comparable."
+    ),
+    2: (
+        "Baselines: each baseline that has landed runs with the settings listed in its run parameters "
+        "(see the MLflow runs); neural models train on the CPU with the epochs given there, fewer than a "
+        "GPU run would use, which lowers their coherence.\n\n"
+        "Coherence: normalised UMass over the training corpus as in the paper, with NPMI, C_V, embedding "
+        "coherence and diversity beside it. The paper reports ratios of UMass values at N = 5; here the "
+        "robustness section shows whether E-LDA's ranking under UMass also holds under the other metrics, "
+        "since its keyword topics are built from the same document co-occurrence counts UMass scores."
+    ),
+}
+
+
+def set1_against_paper(frame) -> "pd.DataFrame":
+    """Our Set 1 means next to the paper's figures (x10^6)."""
+    import pandas as pd
+
+    done = frame[frame.status == "FINISHED"].dropna(subset=["log_likelihood_own", "log_likelihood_elda"])
+    rows = []
+    for (corpus, model), group in done.groupby(["corpus", "model"]):
+        paper = PAPER_SET1.get((corpus, model))
+        own, elda = group.log_likelihood_own.mean() / 1e6, group.log_likelihood_elda.mean() / 1e6
+        rows.append({
+            "corpus": corpus, "setting": model, "seeds": len(group),
+            "LDA ours": f"{own:.3f}", "LDA paper": f"{paper[0]:.2f}" if paper else "–",
+            "E-LDA ours": f"{elda:.3f}", "E-LDA paper": f"{paper[1]:.2f}" if paper else "–",
+            "E-LDA gain ours": f"{elda - own:+.3f}", "E-LDA gain paper": f"{paper[1] - paper[0]:+.2f}" if paper else "–",
+        })
+    return pd.DataFrame(rows)
+
+
+def run_paper(sets=(1, 2), *, data=SHARED_DATA, seeds=(0, 1, 2), iterations: int = 1000, workers: int = 2,
+              tracking_uri: str, out="results/paper", baseline_settings: dict | None = None, notes: dict | None = None):
+    """Run the paper's experiments and write their reports to ``out``/set1 and ``out``/set2.
+    Returns the final flow states by set."""
+    from topicbench.tasks.report import collect_runs, render_report
+
+    states = {}
+    for number in sets:
+        make = set1_config if number == 1 else set2_config
+        extra = {"baseline_settings": baseline_settings} if number == 2 else {}
+        config = make(data, seeds=seeds, iterations=iterations, tracking_uri=tracking_uri, workers=workers, **extra)
+        states[number] = run_benchmark(config)
+        frame = collect_runs.fn(tracking_uri, config.experiment)
+        extra = []
+        if number == 1:
+            extra.append(("Against the paper's figures", "Means over our seeds next to the paper's (spec §4, ×10^6).", set1_against_paper(frame)))
+        render_report(
+            frame, Path(out) / f"set{number}", experiment=config.experiment,
+            command=f"topicbench paper --sets {number} --seeds {' '.join(map(str, seeds))} --workers {workers} --iterations {iterations}",
+            notes=(notes or {}).get(number, ""), extra_sections=extra,
+        )
+    return states
