@@ -61,6 +61,10 @@ DIVERSITY_TOP_N = 25
 RBO_TOP_N = 10
 RBO_PERSISTENCE = 0.9
 
+#: Document x vocabulary cells of p(w | d) materialised at once by the held-out likelihood
+#: (32 MB of float64): bounds its memory on large test splits.
+HELDOUT_CHUNK_CELLS = 4_000_000
+
 #: Share of documents held out for the label-based classification score when the corpus has no
 #: OCTIS train/test partitions.
 LABEL_TEST_FRACTION = 0.25

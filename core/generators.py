@@ -115,12 +115,20 @@ class Candidates:
         return top
 
     def probabilities(self, topics=None) -> np.ndarray:
-        """Rows of softmax(L): topic-word distributions (dense; the selected topics only)."""
+        """Topic-word distributions of the selected topics (dense).
+
+        L is a log-probability for ``raw_umass`` and topic matrices and a log-softmax for
+        ``exp_umass``, so rows are softmax(L). ``cooccurrence`` scores are counts (C + eps), not
+        logs: their distribution is the normalised row, p(v | w*) = (C[w*, v] + eps) / sum, which is
+        the keyword's raw-UMass distribution (a softmax of counts would put all mass on one word).
+        """
         topics = range(self.n_topics) if topics is None else topics
         rows = [self.row(t) for t in topics]
         if not rows:
             return np.zeros((0, self.n_words))
         dense = np.vstack(rows)
+        if self.generator == "cooccurrence":
+            return dense / dense.sum(axis=1, keepdims=True)
         dense -= dense.max(axis=1, keepdims=True)
         np.exp(dense, out=dense)
         dense /= dense.sum(axis=1, keepdims=True)

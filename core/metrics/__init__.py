@@ -1,2 +1,17 @@
 """Metrics over any model output: coherence, embedding coherence, diversity, posterior quality,
-held-out fit, label-based scores and statistics across seeds. Pure functions, no orchestration."""
+held-out fit, label-based scores and statistics across seeds. Pure functions, no orchestration.
+
+========================  ===============================================================
+module                    what
+========================  ===============================================================
+``counts``                ``CooccurrenceCounts``: document / sliding-window counts of a word set
+``coherence``             UMass, UCI, NPMI, C_V as pipelines (``MEASURES``); ``score``, ``coherence``
+``embedding``             pairwise and centroid embedding coherence from given word vectors
+``diversity``             topic diversity, inverted RBO
+``posterior``             Σ log φ of assignments, RandK, matched-budget E-LDA (spec §4, Set 1)
+``heldout``               per-word held-out log-likelihood and perplexity
+``labels``                accuracy / macro-F1 on document-topic features, NMI and purity
+``stats``                 mean, sd and paired tests across seeds
+``registry``              ``METRICS``: every metric by name, its needs and direction
+========================  ===============================================================
+"""

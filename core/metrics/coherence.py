@@ -43,6 +43,14 @@ D(a, c) = D(b, c) = 1, so UMass = (log(2/2) + log(1/2) + log(1/2)) / 3):
 >>> reference = corpus_from_token_lists([["a", "b"], ["a", "b", "c"], ["c"]])
 >>> round(coherence([["a", "b", "c"]], reference, ["umass"], top_n=3)["umass"].mean[3], 6)
 -0.462098
+
+Every document is shorter than the windows, so each is one window (N = 3, P(a) = P(b) = P(c) = 2/3,
+P(a, b) = 2/3, P(a, c) = P(b, c) = 1/3): UCI = (log(3/2) + 2 log(3/4)) / 3 and
+NPMI = (log(3/2) / log(3/2) + 2 log(3/4) / log 3) / 3:
+
+>>> scores = coherence([["a", "b", "c"]], reference, ("uci", "npmi", "cv"), top_n=3)
+>>> {name: round(result.mean[3], 6) for name, result in scores.items()}
+{'uci': -0.056633, 'npmi': 0.15876, 'cv': 0.566282}
 """
 
 from __future__ import annotations
@@ -295,13 +303,9 @@ def resolve_reference_topics(topics, counts_or_reference, top_n, *, oov: str = "
 
 
 def topic_counts(counts: CooccurrenceCounts, word_ids) -> TopicCounts:
-    """Gather the counts of topics given as reference word ids, shape (n_topics, N)."""
+    """Gather the counts of topics given as reference word ids, shape (n_topics, N); an
+    :class:`InputError` if a word (or, for listed-pairs counts, a pair) was not counted."""
     word_ids = np.asarray(word_ids, dtype=np.int64)
-    if not counts.covers(word_ids, None if counts.is_dense else topic_pairs(word_ids)):
-        raise InputError(
-            f"the counts (window {counts.window}, {counts.n_counted_words} words) do not cover these "
-            "topics: build counts for their words (count_for_topics or coherence())"
-        )
     local = counts.local_ids(word_ids)
     joint = counts.joint_counts(local[:, :, None], local[:, None, :]).astype(np.float64)
     return TopicCounts(joint=joint, occurrences=counts.occurrences[local].astype(np.float64),
@@ -332,12 +336,17 @@ def score(counts: CooccurrenceCounts, topics, measure="npmi", top_n=COHERENCE_TO
     gamma : float
         C_V's exponent γ.
     """
+    resolved = resolve_reference_topics(topics, counts, top_n, oov=oov)
+    return _score_resolved(counts, resolved, measure, epsilon=epsilon, smoothing=smoothing, gamma=gamma)
+
+
+def _score_resolved(counts: CooccurrenceCounts, resolved: ResolvedTopics, measure, *, epsilon: float,
+                    smoothing: str, gamma: float) -> TopicScores:
     measure = get_measure(measure)
     if smoothing not in SMOOTHINGS:
         raise InputError(f"smoothing must be one of {', '.join(SMOOTHINGS)}, got {smoothing!r}")
     if counts.window != measure.window:
         logger.info("scoring %s with window %s (its default is %s)", measure.name, counts.window, measure.window)
-    resolved = resolve_reference_topics(topics, counts, top_n, oov=oov)
     table = topic_counts(counts, resolved.word_ids)
     options = {"epsilon": float(epsilon), "smoothing": smoothing, "gamma": gamma}
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -396,15 +405,19 @@ def coherence(topics, reference: Corpus, measures=("umass", "uci", "npmi", "cv")
     """
     if not measures:
         raise InputError("no coherence measures requested")
+    if smoothing not in SMOOTHINGS:
+        raise InputError(f"smoothing must be one of {', '.join(SMOOTHINGS)}, got {smoothing!r}")
     window_of = measure_windows(measures, windows)
     resolved = resolve_reference_topics(topics, reference, top_n, oov=oov)
     cache = counts if counts is not None else {}
     fingerprint = reference.fingerprint()
-    pairs = topic_pairs(resolved.word_ids)
+    pairs = None
     for window in dict.fromkeys(window_of.values()):
         key = (fingerprint, window)
         cached = cache.get(key)
-        if cached is not None and cached.covers(resolved.word_ids, pairs):
+        if cached is not None and not cached.is_dense and pairs is None:
+            pairs = topic_pairs(resolved.word_ids)
+        if cached is not None and cached.covers(resolved.word_ids, None if cached.is_dense else pairs):
             continue
         if cached is not None and cached.is_dense:  # extend the cached word set rather than replace it
             words = np.union1d(cached.word_ids, resolved.word_ids)
@@ -413,8 +426,8 @@ def coherence(topics, reference: Corpus, measures=("umass", "uci", "npmi", "cv")
                 continue
         cache[key] = count_for_topics(reference, window, resolved.word_ids)
     return {
-        name: score(cache[(fingerprint, window)], topics, name, resolved.top_n, oov=oov, epsilon=epsilon,
-                    smoothing=smoothing, gamma=gamma)
+        name: _score_resolved(cache[(fingerprint, window)], resolved, name, epsilon=epsilon,
+                              smoothing=smoothing, gamma=gamma)
         for name, window in window_of.items()
     }
 

@@ -265,12 +265,12 @@ class CooccurrenceCounts:
 def topic_pairs(word_ids) -> np.ndarray:
     """All pairs (u, v), u < v, of words that share a topic: ``word_ids`` is (n_topics, n)."""
     word_ids = np.asarray(word_ids, dtype=np.int64)
-    n = word_ids.shape[1]
-    first, second = np.triu_indices(n, k=1)
-    a = word_ids[:, first].ravel()
-    b = word_ids[:, second].ravel()
-    pairs = np.column_stack([np.minimum(a, b), np.maximum(a, b)])
-    return np.unique(pairs, axis=0) if len(pairs) else pairs.reshape(0, 2)
+    first, second = np.triu_indices(word_ids.shape[1], k=1)
+    if not word_ids.size or not len(first):
+        return np.zeros((0, 2), dtype=np.int64)
+    keys = np.unique(_keys(word_ids[:, first].ravel(), word_ids[:, second].ravel(), int(word_ids.max()) + 1))
+    size = int(word_ids.max()) + 1
+    return np.column_stack([keys // size, keys % size])
 
 
 def count_for_topics(reference: Corpus, window: int | None, word_ids) -> CooccurrenceCounts:

@@ -25,15 +25,11 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from ..config import HELDOUT_CHUNK_CELLS as CHUNK_CELLS
 from ..config import PROBABILITY_FLOOR
 from ..corpus import Corpus
+from ..output import PROBABILITY_TOLERANCE
 from ..validation import InputError
-
-#: Probability columns/rows must sum to 1 within this tolerance.
-SUM_TOLERANCE = 1e-6
-
-#: Document-by-vocabulary cells materialised at once.
-CHUNK_CELLS = 4_000_000
 
 
 @dataclass(frozen=True)
@@ -93,7 +89,7 @@ def heldout_log_likelihood(test_documents, topic_word_matrix, doc_topic_matrix) 
         if not np.all(np.isfinite(matrix)) or (matrix < 0).any():
             raise InputError(f"{what} hold negative, NaN or infinite values")
         sums = matrix.sum(axis=axis)
-        if sums.size and np.abs(sums - 1).max() > SUM_TOLERANCE:
+        if sums.size and np.abs(sums - 1).max() > PROBABILITY_TOLERANCE:
             raise InputError(f"{what} must sum to 1 (worst: {sums[np.argmax(np.abs(sums - 1))]:.6g})")
     if counts.nnz == 0 or counts.sum() == 0:
         raise InputError("the test documents have no tokens")

@@ -412,7 +412,9 @@ def test_hand_checked_raw_umass(tiny_corpus):
 
 def test_elda_estimator_attributes_and_params(tiny_corpus):
     model = ELDA(kappa=1.5, generator="exp_umass", top_words=2)
-    assert model.get_params() == {"kappa": 1.5, "generator": "exp_umass", "top_words": 2}
+    params = model.get_params()
+    assert {k: params[k] for k in ("kappa", "generator", "top_words")} == {"kappa": 1.5, "generator": "exp_umass", "top_words": 2}
+    assert params["algorithm"] == "greedy" and params["epsilon"] == 0.1 and params["seed"] == 0
     assert model.set_params(kappa=2) is model and model.kappa == 2
     with pytest.raises(ValueError, match="no parameter 'alpha'"):
         model.set_params(alpha=1)

@@ -1,0 +1,121 @@
+"""The metrics registry: every metric runs on a real model output through one calling convention."""
+
+from __future__ import annotations
+
+import dataclasses
+import doctest
+import importlib
+
+import numpy as np
+import pytest
+
+from topicbench.core.config import COHERENCE_TOP_N
+from topicbench.core.elda import ELDA
+from topicbench.core.io import load_corpus
+from topicbench.core.metrics.coherence import coherence, count_reference
+from topicbench.core.metrics.registry import (
+    METRICS,
+    MetricContext,
+    MetricSpec,
+    best_index,
+    metric_for_key,
+    score_output,
+)
+from topicbench.core.validation import InputError
+
+METRIC_MODULES = ("coherence", "counts", "embedding", "diversity", "posterior", "heldout", "labels", "stats", "registry")
+
+
+@pytest.fixture(scope="module")
+def lee_run():
+    corpus = load_corpus()
+    output = ELDA(kappa=1.5, generator="raw_umass").fit(corpus).solution_.to_output(seed=0)
+    rng = np.random.default_rng(0)
+    labels = tuple(rng.choice(["sport", "politics", "world"], corpus.n_documents))
+    heldout = corpus.subset(range(40))
+    context = MetricContext(
+        corpus=corpus,
+        word_vectors=rng.normal(size=(corpus.n_words, 16)),  # stand-ins: the registry, not the model
+        vector_vocabulary=corpus.vocabulary,
+        rng=rng,
+        labels=labels,
+        heldout_corpus=heldout,
+    )
+    return corpus, output, context
+
+
+def expected_keys(name, context):
+    spec = METRICS.get(name)
+    if spec.outputs:
+        return set(spec.outputs)
+    if name == "inverted_rbo":
+        return {f"inverted_rbo@{context.rbo_top_n}"}
+    if name in ("umass", "uci", "npmi", "cv", "embedding_pairwise", "embedding_centroid", "topic_diversity"):
+        return {f"{name}@{n}" for n in context.top_n}
+    return {name}
+
+
+def test_every_metric_runs_on_an_elda_output(lee_run):
+    corpus, output, context = lee_run
+    context = dataclasses.replace(context, heldout_doc_topic=output.topic_document_matrix[:, :40])
+    for name in METRICS:
+        scores = METRICS.get(name)(output, context)
+        assert set(scores) == expected_keys(name, context), name
+        assert all(isinstance(v, float) and np.isfinite(v) for v in scores.values()), (name, scores)
+        for key in scores:
+            assert metric_for_key(key) is METRICS.get(name)
+    everything = score_output(output, METRICS.names(), context)
+    assert len(everything) == sum(len(expected_keys(name, context)) for name in METRICS)
+    # coherence through the registry is the coherence function's value
+    direct = coherence(output.topics, corpus, ["npmi"], COHERENCE_TOP_N)["npmi"].as_dict()
+    assert {k: everything[k] for k in direct} == direct
+    assert everything["log_likelihood_randk"] < everything["log_likelihood_own"]
+
+
+def test_the_counts_cache_is_shared_across_outputs(lee_run):
+    corpus, output, context = lee_run
+    counts = count_reference(corpus, [output.topics], ("npmi", "cv"))
+    shared = dataclasses.replace(context, counts=counts)
+    before = dict(counts)
+    METRICS.get("npmi")(output, shared)
+    METRICS.get("cv")(output, dataclasses.replace(shared, rng=np.random.default_rng(1)))
+    assert all(counts[key] is before[key] for key in before)  # reused, not rebuilt
+
+
+def test_needs_are_checked_with_clear_messages(lee_run):
+    corpus, output, context = lee_run
+    bare = MetricContext()
+    with pytest.raises(InputError, match="metric 'npmi' needs a reference corpus"):
+        METRICS.get("npmi")(output, bare)
+    with pytest.raises(InputError, match="metric 'embedding_centroid' needs word vectors"):
+        METRICS.get("embedding_centroid")(output, bare)
+    with pytest.raises(InputError, match="needs a random generator"):
+        METRICS.get("log_likelihood_randk")(output, MetricContext(corpus=corpus))
+    with pytest.raises(InputError, match="token assignments, which the 'x' output does not have"):
+        METRICS.get("log_likelihood_own")(dataclasses.replace(output, model="x", token_topics=None), context)
+    with pytest.raises(InputError, match="needs held-out documents"):
+        METRICS.get("perplexity")(output, context)
+    with pytest.raises(InputError, match="document labels"):
+        METRICS.get("clustering")(output, MetricContext(corpus=corpus))
+    with pytest.raises(InputError, match=r"Unknown metric 'coherence'\. Available: classification, clustering, cv"):
+        METRICS.get("coherence")
+    with pytest.raises(ValueError, match="needs unknown context fields"):
+        MetricSpec("bad", lambda o, c: {}, True, needs=("gpu",))
+
+
+def test_directions_mark_the_best_value():
+    assert best_index("npmi@10", [0.1, 0.3, float("nan")]) == 1
+    assert best_index("perplexity", [900.0, 700.0, 800.0]) == 1
+    assert best_index("classification_macro_f1", [0.5, 0.7]) == 1
+    assert best_index("umass@5", [float("nan")]) is None
+    assert METRICS.get("perplexity").higher_is_better is False
+    assert all(METRICS.get(name).higher_is_better for name in METRICS if name != "perplexity")
+    with pytest.raises(InputError, match="no metric returns the score 'bleu'"):
+        metric_for_key("bleu")
+
+
+@pytest.mark.parametrize("module", METRIC_MODULES)
+def test_docstring_examples(module):
+    imported = importlib.import_module(f"topicbench.core.metrics.{module}")
+    result = doctest.testmod(imported, optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0
