@@ -34,11 +34,15 @@ class Job:
     config: BenchmarkConfig
 
     @property
+    def metrics(self) -> tuple:
+        return tuple(self.model.metrics) if self.model.metrics is not None else tuple(self.config.metrics)
+
+    @property
     def key(self) -> str:
         """Hash of everything that decides the run's result (resume matches on it)."""
         return settings_key(
             self.corpus_data.fingerprint(), self.model.model, self.model.num_topics, self.model.settings,
-            self.seed, sorted(self.config.metrics), list(self.config.top_n),
+            self.seed, sorted(self.metrics), list(self.config.top_n),
         )
 
     @property
@@ -88,7 +92,7 @@ def benchmark(config: BenchmarkConfig) -> dict:
                 contexts[job.corpus.name] = metric_context(
                     job.corpus_data, config.metrics, config.top_n, splits[job.corpus.name][1]
                 )
-            scores, skipped = score_model_output(output, contexts[job.corpus.name], config.metrics, job.seed, heldout_theta)
+            scores, skipped = score_model_output(output, contexts[job.corpus.name], job.metrics, job.seed, heldout_theta)
         except Exception as error:  # a failed fit or scoring: record it, go on with the others
             log_failed_run(tracker, parent, job, error)
             failed.append(f"{job.label}: {type(error).__name__}: {error}")

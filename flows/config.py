@@ -37,12 +37,14 @@ class CorpusSpec:
 @dataclass(frozen=True)
 class ModelSpec:
     """A model of the registry with its settings. ``label`` names this variant in reports
-    (default: the model name); ``num_topics`` is K where the model takes one."""
+    (default: the model name); ``num_topics`` is K where the model takes one; ``metrics``
+    restricts the config's metrics for this model."""
 
     model: str
     num_topics: int | None = None
     settings: dict = field(default_factory=dict)
     label: str | None = None
+    metrics: tuple | None = None  # only these of the config's metrics (default: all of them)
 
     @property
     def name(self) -> str:
@@ -142,6 +144,10 @@ class BenchmarkConfig:
                 )
         for metric in self.metrics:
             METRICS.get(metric)
+        for spec in self.models:
+            outside = sorted(set(spec.metrics or ()) - set(self.metrics))
+            if outside:
+                raise InputError(f"{where}: model {spec.name!r} lists metric {outside[0]!r}, which is not in the config's metrics")
         return self
 
     def to_dict(self) -> dict:
@@ -178,6 +184,8 @@ def _spec(kind, item, where):
     if not isinstance(item, dict):
         raise InputError(f"{where}: expected a mapping, got {item!r}")
     _no_unknown(item, {f.name for f in fields(kind)}, where)
+    if kind is ModelSpec and item.get("metrics") is not None:
+        item = {**item, "metrics": tuple(item["metrics"])}
     if kind is CorpusSpec and "name" not in item:
         raise InputError(f"{where}: a corpus needs a 'name'")
     if kind is ModelSpec and "model" not in item:

@@ -59,7 +59,8 @@ def set2_config(data=SHARED_DATA, *, seeds=(0, 1, 2), iterations: int = 1000, co
     from topicbench.baselines.registry import MODELS
 
     models = [
-        {"model": "elda", "label": f"elda_{generator}", "settings": {"kappa": 2.0, "generator": generator}}
+        {"model": "elda", "label": f"elda_{generator}", "settings": {"kappa": 2.0, "generator": generator},
+         "metrics": list(SET2_METRICS)}
         for generator in ("raw_umass", "exp_umass", "cooccurrence")
     ]
     models.append({"model": "gibbs_lda", "label": "gibbs", "num_topics": 100,
@@ -67,7 +68,8 @@ def set2_config(data=SHARED_DATA, *, seeds=(0, 1, 2), iterations: int = 1000, co
     for name in baselines:
         if name in MODELS:
             spec = dict(SET2_BASELINES.get(name, {}))
-            models.append({"model": name, **spec, "settings": dict((baseline_settings or {}).get(name, {}))})
+            models.append({"model": name, **spec, "settings": dict((baseline_settings or {}).get(name, {})),
+                           "metrics": list(SET2_METRICS)})
     return BenchmarkConfig.from_dict({
         "experiment": experiment, "corpora": _corpora(data, corpora), "models": models, "seeds": list(seeds),
         "metrics": list(SET2_METRICS), "tracking_uri": tracking_uri, "workers": workers,
@@ -82,9 +84,9 @@ PAPER_SET1 = {
 }
 
 
-#: What the reports say about where our figures differ from the paper's, and why.
-PAPER_NOTES = {
-    1: (
+#: What the report says about where our figures differ from the paper's, and why.
+PAPER_NOTES = "\n\n".join([
+    (
         "Sampler: tomotopy's collapsed Gibbs sampler stands in for MALLET (same model: K = 100, "
         "beta = 0.01, 1000 sweeps); Gibbs-Bayes optimises an asymmetric alpha with tomotopy's rule, "
         "which is not MALLET's hyperparameter optimisation, so its absolute log posterior differs most.\n\n"
@@ -94,7 +96,7 @@ PAPER_NOTES = {
         "topic-word estimate; small differences in that estimate (smoothing, final sweep) shift all "
         "three columns together and leave the E-LDA-minus-LDA gain comparable."
     ),
-    2: (
+    (
         "Baselines: each baseline that has landed runs with the settings listed in its run parameters "
         "(see the MLflow runs); neural models train on the CPU with the epochs given there, fewer than a "
         "GPU run would use, which lowers their coherence.\n\n"
@@ -103,7 +105,7 @@ PAPER_NOTES = {
         "robustness section shows whether E-LDA's ranking under UMass also holds under the other metrics, "
         "since its keyword topics are built from the same document co-occurrence counts UMass scores."
     ),
-}
+])
 
 
 def set1_against_paper(frame) -> "pd.DataFrame":
@@ -124,25 +126,36 @@ def set1_against_paper(frame) -> "pd.DataFrame":
     return pd.DataFrame(rows)
 
 
-def run_paper(sets=(1, 2), *, data=SHARED_DATA, seeds=(0, 1, 2), iterations: int = 1000, workers: int = 2,
-              tracking_uri: str, out="results/paper", baseline_settings: dict | None = None, notes: dict | None = None):
-    """Run the paper's experiments and write their reports to ``out``/set1 and ``out``/set2.
-    Returns the final flow states by set."""
+def paper_config(data=SHARED_DATA, *, seeds=(0, 1, 2), iterations: int = 1000, corpora=PAPER_CORPORA,
+                 baselines=tuple(SET2_BASELINES), baseline_settings: dict | None = None,
+                 tracking_uri: str, workers: int = 2, experiment: str = "paper") -> BenchmarkConfig:
+    """Sets 1 and 2 as one benchmark, so each Gibbs run is fitted once and serves both."""
+    one = set1_config(data, seeds=seeds, iterations=iterations, corpora=corpora, tracking_uri=tracking_uri, workers=workers)
+    two = set2_config(data, seeds=seeds, iterations=iterations, corpora=corpora, baselines=baselines,
+                      baseline_settings=baseline_settings, tracking_uri=tracking_uri, workers=workers)
+    models = [m for m in one.to_dict()["models"]] + [m for m in two.to_dict()["models"] if m["label"] != "gibbs"]
+    metrics = list(dict.fromkeys(list(SET1_METRICS) + list(SET2_METRICS)))
+    return BenchmarkConfig.from_dict({
+        **one.to_dict(), "experiment": experiment, "models": models, "metrics": metrics,
+    }, where="paper")
+
+
+def run_paper(*, data=SHARED_DATA, seeds=(0, 1, 2), iterations: int = 1000, workers: int = 2, tracking_uri: str,
+              out="results/paper", baselines=tuple(SET2_BASELINES), baseline_settings: dict | None = None,
+              corpora=PAPER_CORPORA, notes: str = ""):
+    """Run the paper's experiments as one benchmark and write its report to ``out``.
+    Returns the benchmark flow's final state."""
     from topicbench.tasks.report import collect_runs, render_report
 
-    states = {}
-    for number in sets:
-        make = set1_config if number == 1 else set2_config
-        extra = {"baseline_settings": baseline_settings} if number == 2 else {}
-        config = make(data, seeds=seeds, iterations=iterations, tracking_uri=tracking_uri, workers=workers, **extra)
-        states[number] = run_benchmark(config)
-        frame = collect_runs.fn(tracking_uri, config.experiment)
-        extra = []
-        if number == 1:
-            extra.append(("Against the paper's figures", "Means over our seeds next to the paper's (spec §4, ×10^6).", set1_against_paper(frame)))
-        render_report(
-            frame, Path(out) / f"set{number}", experiment=config.experiment,
-            command=f"topicbench paper --sets {number} --seeds {' '.join(map(str, seeds))} --workers {workers} --iterations {iterations}",
-            notes=(notes or {}).get(number, ""), extra_sections=extra,
-        )
-    return states
+    config = paper_config(data, seeds=seeds, iterations=iterations, corpora=corpora, baselines=baselines,
+                          baseline_settings=baseline_settings, tracking_uri=tracking_uri, workers=workers)
+    state = run_benchmark(config)
+    frame = collect_runs.fn(tracking_uri, config.experiment)
+    render_report(
+        frame, Path(out), experiment=config.experiment,
+        command=f"topicbench paper --seeds {' '.join(map(str, seeds))} --workers {workers} --iterations {iterations}",
+        notes=notes,
+        extra_sections=[("Set 1 against the paper's figures", "Means over our seeds next to the paper's (spec §4, ×10^6).",
+                         set1_against_paper(frame))],
+    )
+    return state

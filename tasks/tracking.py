@@ -230,7 +230,7 @@ def run_record(corpus, model_spec, seed: int, config) -> dict:
         "corpus_documents": corpus.n_documents, "corpus_vocabulary": corpus.n_words, "corpus_tokens": corpus.n_tokens,
         "model": model_spec.model, "model_label": model_spec.name, "num_topics": model_spec.num_topics, "seed": seed,
         "config_fingerprint": config.fingerprint(), "git_commit": git_commit(), "numba_threads": numba.get_num_threads(),
-        "metrics": ",".join(config.metrics), "top_n": ",".join(map(str, config.top_n)),
+        "metrics": ",".join(model_spec.metrics or config.metrics), "top_n": ",".join(map(str, config.top_n)),
     }
     record.update({f"preprocessing.{k}": v for k, v in corpus.preprocessing.items()})
     from topicbench.baselines.registry import MODELS
