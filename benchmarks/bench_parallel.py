@@ -24,7 +24,7 @@ from bench_elda import SHARED_DATA, synthetic_corpus  # noqa: E402
 from topicbench.core.elda import fast_greedy  # noqa: E402
 from topicbench.core.generators import keyword_candidates  # noqa: E402
 from topicbench.core.io import load_corpus  # noqa: E402
-from topicbench.core.parallel import parallel_elda  # noqa: E402
+from topicbench.core.parallel import Borrowed, parallel_elda  # noqa: E402
 from topicbench.core.preprocess import PreprocessConfig  # noqa: E402
 
 
@@ -74,7 +74,7 @@ def scaling(args):
     times = {}
     for workers in (1, 2):
         with DaskShards(n_workers=workers) as executor:
-            keep_open = _KeepOpen(executor)
+            keep_open = Borrowed(executor)
             parallel_elda(corpus, candidates, args.kappa, epsilon=args.epsilon, seed=args.seed, executor=keep_open)  # warm
             started = time.perf_counter()
             solution = parallel_elda(corpus, candidates, args.kappa, epsilon=args.epsilon, seed=args.seed, executor=keep_open)
@@ -95,7 +95,7 @@ def synthetic(args):
           f"{candidates.nbytes / 2**30:.2f} GiB) in {time.perf_counter() - started:.1f} s", flush=True)
     with DaskShards(n_workers=args.workers) as executor:
         started = time.perf_counter()
-        solution = parallel_elda(corpus, candidates, args.kappa, epsilon=args.epsilon, seed=args.seed, executor=_KeepOpen(executor))
+        solution = parallel_elda(corpus, candidates, args.kappa, epsilon=args.epsilon, seed=args.seed, executor=Borrowed(executor))
         seconds = time.perf_counter() - started
         peaks = executor.client.run(lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20)
     print(f"parallel E-LDA on {args.workers} workers: {seconds:.1f} s, {solution.stats['adaptive_rounds']} rounds, "
@@ -105,20 +105,6 @@ def synthetic(args):
     print(f"  driver peak memory: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.2f} GiB")
 
 
-class _KeepOpen:
-    """Lets several runs share one cluster (parallel_elda closes its executor when done)."""
-
-    def __init__(self, inner):
-        self.inner, self.n_workers = inner, inner.n_workers
-
-    def start(self, *args):
-        self.inner.start(*args)
-
-    def run(self, *args, **kwargs):
-        return self.inner.run(*args, **kwargs)
-
-    def close(self):
-        pass
 
 
 def main():

@@ -205,6 +205,24 @@ class LocalShards:
         self.states = []
 
 
+class Borrowed:
+    """Lends an executor to several runs: ``parallel_elda`` closes what it is given when done, so
+    wrap a cluster-backed executor in this to keep the cluster for the next run."""
+
+    def __init__(self, executor):
+        self.executor = executor
+        self.n_workers = getattr(executor, "n_workers", 1)
+
+    def start(self, *args):
+        self.executor.start(*args)
+
+    def run(self, *args, **kwargs):
+        return self.executor.run(*args, **kwargs)
+
+    def close(self):
+        pass
+
+
 def split_shards(docs: DocumentArrays, n_shards: int) -> list[Shard]:
     """Contiguous document ranges of about equal numbers of distinct words."""
     n_docs = docs.n_documents

@@ -13,7 +13,7 @@ import naive
 from conftest import random_corpus
 from topicbench.core.elda import fast_greedy
 from topicbench.core.generators import keyword_candidates, topic_matrix_candidates
-from topicbench.core.parallel import LocalShards, parallel_elda
+from topicbench.core.parallel import Borrowed, LocalShards, parallel_elda
 from topicbench.core.validation import InputError
 
 
@@ -133,28 +133,13 @@ def dask_shards():
     executor.close()
 
 
-class _KeepOpen:
-    """Wraps a DaskShards so that parallel_elda's close() leaves the shared cluster running."""
-
-    def __init__(self, inner):
-        self.inner = inner
-        self.n_workers = inner.n_workers
-
-    def start(self, *args):
-        self.inner.start(*args)
-
-    def run(self, *args, **kwargs):
-        return self.inner.run(*args, **kwargs)
-
-    def close(self):
-        pass
 
 
 @pytest.mark.slow
 def test_dask_executor_gives_the_local_result(dask_shards):
     corpus, candidates = instance(2, "raw_umass")
     local = parallel_elda(corpus, candidates, 3, n_shards=2, seed=4, executor=LocalShards())
-    remote = parallel_elda(corpus, candidates, 3, n_shards=2, seed=4, executor=_KeepOpen(dask_shards))
+    remote = parallel_elda(corpus, candidates, 3, n_shards=2, seed=4, executor=Borrowed(dask_shards))
     np.testing.assert_array_equal(local.links, remote.links)
     assert local.log_posterior == remote.log_posterior
 
@@ -179,7 +164,7 @@ def test_a_worker_killed_mid_run_does_not_corrupt_the_result(dask_shards):
                 pass
 
     solution = parallel_elda(
-        corpus, candidates, 2, n_shards=2, seed=0, executor=_KeepOpen(dask_shards),
+        corpus, candidates, 2, n_shards=2, seed=0, executor=Borrowed(dask_shards),
         on_progress=kill_a_worker_in_round_4,
     )
     assert len(rounds) > 4, "the run must have gone past the round where the worker was killed"
