@@ -12,6 +12,7 @@ from prefect.cache_policies import NONE
 from topicbench.core.corpus import Corpus
 from topicbench.core.metrics.registry import METRICS, MetricContext, score_output
 from topicbench.core.output import TopicModelOutput
+from topicbench.core.validation import InputError
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +50,13 @@ def score_model_output(output: TopicModelOutput, context: MetricContext, metrics
     """All applicable metrics of one output: (scores, {metric: reason it was skipped})."""
     run_context = dataclasses.replace(context, rng=np.random.default_rng(seed), heldout_doc_topic=heldout_theta)
     skipped = {}
+    shortest = min(len(words) for words in output.topics)
+    usable = tuple(n for n in context.top_n if n <= shortest)
+    if usable != tuple(context.top_n):
+        # e.g. BERTopic's topics can hold fewer words than the grid's largest N; those N are left out
+        dropped = [n for n in context.top_n if n > shortest]
+        skipped["top_n " + ",".join(map(str, dropped))] = f"{output.model}'s shortest topic has {shortest} words"
+        run_context = dataclasses.replace(run_context, top_n=usable)
     names = []
     for name in metrics:
         reason = applicable(name, output, run_context, heldout_theta)
@@ -56,4 +64,10 @@ def score_model_output(output: TopicModelOutput, context: MetricContext, metrics
             skipped[name] = reason
         else:
             names.append(name)
-    return score_output(output, names, run_context), skipped
+    scores = {}
+    for name in names:
+        try:
+            scores.update(score_output(output, [name], run_context))
+        except InputError as error:  # the output does not fit this metric (e.g. topics too short)
+            skipped[name] = str(error)
+    return scores, skipped

@@ -127,3 +127,25 @@ def test_config_from_yaml(tmp_path, tiny_octis):
     path.write_text("experiment: [unclosed")
     with pytest.raises(InputError, match="not valid YAML"):
         BenchmarkConfig.from_yaml(path)
+
+
+def test_topics_shorter_than_the_largest_n_are_scored_on_the_ns_that_fit(tiny_octis):
+    import numpy as np
+
+    from topicbench.core.io import load_corpus
+    from topicbench.core.output import TopicModelOutput
+    from topicbench.core.preprocess import PreprocessConfig
+    from topicbench.tasks.metrics import metric_context, score_model_output
+
+    corpus = load_corpus(tiny_octis, PreprocessConfig(preprocessed=True))
+    words = list(corpus.vocabulary)
+    output = TopicModelOutput(
+        model="short", vocabulary=corpus.vocabulary, topics=[words[:7], words[7:14]],
+        topic_word_matrix=np.full((2, corpus.n_words), 1 / corpus.n_words),
+        topic_document_matrix=np.full((2, corpus.n_documents), 0.5),
+    )
+    context = metric_context.fn(corpus, ["umass", "npmi", "log_likelihood_own"], (5, 10))
+    scores, skipped = score_model_output.fn(output, context, ["umass", "npmi", "log_likelihood_own"], 0)
+    assert "umass@5" in scores and "npmi@5" in scores and "umass@10" not in scores
+    assert skipped["top_n 10"] == "short's shortest topic has 7 words"
+    assert "assigns no topics to tokens" in skipped["log_likelihood_own"]
