@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import abc
+import importlib
 import threading
 import time
 from contextlib import contextmanager
 
+import numpy as np
 import psutil
 
 from topicbench.core.corpus import Corpus
-from topicbench.core.output import TopicModelOutput
-from topicbench.core.validation import InputError
+from topicbench.core.output import PROBABILITY_TOLERANCE, TopicModelOutput
+from topicbench.core.validation import InputError, check_vocabulary_matches
 
 
 class ModelError(RuntimeError):
@@ -22,11 +24,29 @@ class TopicModel(abc.ABC):
     """A topic model: settings at construction (stored untouched), ``fit`` returns the shared output.
 
     Subclasses set ``name`` (its registry name), list their settings with defaults in
-    ``defaults``, and implement ``_fit``.
+    ``defaults``, and implement ``_fit``. Optionally they check setting values in
+    ``_check_settings`` and infer topics of new documents in ``_transform`` (then they set
+    ``supports_transform = True``).
+
+    Attributes
+    ----------
+    name : str
+        Registry name.
+    defaults : dict
+        Every setting with its default value.
+    settings : dict
+        The settings as given (defaults filled in), never changed by ``fit``; resolved values
+        (``alpha_``, ``num_topics_``) go to the output's ``settings``.
+    reproducible : bool
+        Whether the same seed gives an identical output (asserted by the contract test).
+    supports_transform : bool
+        Whether :meth:`transform` can infer p(topic | document) for new documents.
     """
 
     name: str = ""
     defaults: dict = {}
+    reproducible: bool = True
+    supports_transform: bool = False
 
     def __init__(self, **settings):
         unknown = sorted(set(settings) - set(self.defaults))
@@ -35,6 +55,8 @@ class TopicModel(abc.ABC):
                 f"{self.name}: unknown settings {unknown}; known: {sorted(self.defaults)}"
             )
         self.settings = {**self.defaults, **settings}
+        self._check_settings(self.settings)
+        self._fitted_vocabulary: tuple | None = None
 
     def get_params(self) -> dict:
         return dict(self.settings)
@@ -44,13 +66,111 @@ class TopicModel(abc.ABC):
         if corpus.n_documents == 0 or corpus.n_tokens == 0:
             raise InputError(f"{self.name}: the corpus {corpus.name!r} is empty")
         with measure() as usage:
-            output = self._fit(corpus, num_topics, seed)
+            try:
+                output = self._fit(corpus, num_topics, seed)
+            except (InputError, ModelError):
+                raise
+            except Exception as error:  # a library failure: name the model and the corpus
+                raise ModelError(
+                    f"{self.name}: fitting failed on corpus {corpus.name!r} "
+                    f"({corpus.n_documents} documents): {type(error).__name__}: {error}"
+                ) from error
         output = _with_usage(output, usage)
-        return output.check(corpus.n_documents, corpus.n_tokens)
+        output = output.check(corpus.n_documents, corpus.n_tokens)
+        self._fitted_vocabulary = tuple(corpus.vocabulary)
+        return output
+
+    def transform(self, corpus: Corpus) -> np.ndarray:
+        """p(topic | document) of (held-out) documents under the fitted topics.
+
+        Parameters
+        ----------
+        corpus : Corpus
+            Documents over the vocabulary the model was fitted on, in the same order.
+
+        Returns
+        -------
+        ndarray, shape (n_topics, n_documents)
+            Columns sum to 1; rows are the fitted output's topics, in its order.
+        """
+        if not self.supports_transform:
+            raise ModelError(f"{self.name}: cannot infer the topics of new documents (no transform)")
+        if self._fitted_vocabulary is None:
+            raise ModelError(f"{self.name}: transform needs a fitted model; call fit first")
+        check_vocabulary_matches(corpus.vocabulary, self._fitted_vocabulary, name=f"{self.name}'s held-out corpus")
+        theta = np.asarray(self._transform(corpus), dtype=np.float64)
+        sums = theta.sum(axis=0)
+        if theta.shape[1] != corpus.n_documents or np.abs(sums - 1).max(initial=0) > PROBABILITY_TOLERANCE:
+            raise ModelError(f"{self.name}: transform returned an invalid topic-document matrix {theta.shape}")
+        return theta
+
+    def _check_settings(self, settings: dict) -> None:
+        """Raise :class:`InputError` for a setting value the model cannot use (default: no checks)."""
+
+    def _transform(self, corpus: Corpus) -> np.ndarray:
+        raise NotImplementedError
 
     @abc.abstractmethod
     def _fit(self, corpus: Corpus, num_topics: int | None, seed: int) -> TopicModelOutput:
         """Fit and build the output (``fit_seconds``/``peak_memory_mb`` are filled in by ``fit``)."""
+
+    def _require_num_topics(self, num_topics) -> int:
+        """``num_topics`` as an int >= 1, or an :class:`InputError` naming the model."""
+        if num_topics is None or isinstance(num_topics, bool) or int(num_topics) != num_topics or num_topics < 1:
+            raise InputError(f"{self.name}: num_topics must be an integer >= 1, got {num_topics!r}")
+        return int(num_topics)
+
+
+def import_optional(module: str, *, model: str, package: str | None = None):
+    """Import an optional package for ``model``, or raise :class:`ModelError` saying what to install."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as error:
+        raise ModelError(
+            f"{model}: the optional package {package or module!r} is not installed or cannot be "
+            f"imported ({error}); install it with the project's pinned dependencies (bash scripts/setup.sh)"
+        ) from error
+
+
+def require_integers(model: str, settings: dict, lowest: dict) -> None:
+    """Raise :class:`InputError` unless each ``settings[key]`` is an integer >= ``lowest[key]``."""
+    for key, low in lowest.items():
+        value = settings[key]
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+            raise InputError(f"{model}: {key} must be an integer >= {low}, got {value!r}")
+
+
+def require_positive(model: str, settings: dict, keys) -> None:
+    """Raise :class:`InputError` unless each ``settings[key]`` is a finite number > 0."""
+    for key in keys:
+        value = settings[key]
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.number)) or not 0 < value < np.inf:
+            raise InputError(f"{model}: {key} must be a positive number, got {value!r}")
+
+
+def require_choice(model: str, setting: str, value, choices) -> None:
+    """Raise :class:`InputError` unless ``value`` is one of ``choices``."""
+    if value not in choices:
+        raise InputError(f"{model}: {setting} must be one of {list(choices)}, got {value!r}")
+
+
+def top_words_of(topic_word_matrix: np.ndarray, vocabulary, top_n: int) -> list[list[str]]:
+    """Each row's ``top_n`` most probable words with probability > 0, best first (ties: lower id)."""
+    topics = []
+    for row in np.asarray(topic_word_matrix):
+        order = np.argsort(-row, kind="stable")[:top_n]
+        topics.append([vocabulary[w] for w in order if row[w] > 0])
+    return topics
+
+
+def normalize_rows(matrix: np.ndarray) -> np.ndarray:
+    """Rows scaled to sum to 1 (float64); an all-zero row becomes uniform."""
+    matrix = np.asarray(matrix, dtype=np.float64)
+    sums = matrix.sum(axis=1, keepdims=True)
+    uniform = np.full(matrix.shape[1], 1.0 / matrix.shape[1]) if matrix.shape[1] else matrix[:0]
+    out = np.divide(matrix, sums, out=np.zeros_like(matrix), where=sums > 0)
+    out[sums[:, 0] <= 0] = uniform
+    return out
 
 
 def _with_usage(output: TopicModelOutput, usage: dict) -> TopicModelOutput:

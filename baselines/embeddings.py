@@ -72,3 +72,53 @@ def word_vectors(vocabulary, *, model_path: str | None = None, cache_dir: Path |
         np.save(tmp, vectors)
         tmp.replace(cached)
     return vectors
+
+
+#: Document embeddings computed in this process, by cache key (tests and benchmarks embed the same
+#: corpus for several models); at most :data:`DOCUMENT_EMBEDDINGS_IN_MEMORY` corpora, oldest dropped.
+_DOCUMENT_EMBEDDINGS: dict[str, np.ndarray] = {}
+DOCUMENT_EMBEDDINGS_IN_MEMORY = 8
+
+
+def corpus_texts(corpus) -> list[str]:
+    """Each document's tokens joined by single spaces: the text the embedding models read.
+
+    A :class:`~topicbench.core.corpus.Corpus` keeps tokens, not the raw text, so sentence
+    embeddings see the preprocessed words (for corpora read with ``preprocessed=True``, such as
+    the paper's, that is the text itself).
+    """
+    return [" ".join(words) for words in corpus.texts()]
+
+
+def document_embeddings(
+    corpus, *, model_path: str | None = None, cache_dir: Path | None = CACHE_DIR, refresh: bool = False
+) -> np.ndarray:
+    """Unit-normalised sentence embedding of every document (n_documents x dim, float32).
+
+    Cached in memory and on disk per (model, texts), like :func:`word_vectors`; ``refresh``
+    recomputes them and overwrites the caches.
+    """
+    texts = corpus_texts(corpus)
+    path = model_path or default_model_path()
+    digest = hashlib.sha256(str(path).encode())
+    for text in texts:
+        digest.update(b"\0" + text.encode("utf-8"))
+    key = digest.hexdigest()[:24]
+    if key in _DOCUMENT_EMBEDDINGS and not refresh:
+        return _DOCUMENT_EMBEDDINGS[key]
+    cached = Path(cache_dir) / f"document_embeddings_{key}.npy" if cache_dir is not None else None
+    if cached is not None and cached.is_file() and not refresh:
+        vectors = np.load(cached)
+    else:
+        logger.info("embedding %d documents with %s", len(texts), path)
+        vectors = embed_texts(texts, model_path=path)
+        if cached is not None:
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cached.with_suffix(".tmp.npy")
+            np.save(tmp, vectors)
+            tmp.replace(cached)
+    _DOCUMENT_EMBEDDINGS.pop(key, None)
+    _DOCUMENT_EMBEDDINGS[key] = vectors
+    while len(_DOCUMENT_EMBEDDINGS) > DOCUMENT_EMBEDDINGS_IN_MEMORY:
+        _DOCUMENT_EMBEDDINGS.pop(next(iter(_DOCUMENT_EMBEDDINGS)))
+    return vectors

@@ -1,0 +1,176 @@
+"""BERTopic (Grootendorst 2022) with the local all-MiniLM-L6-v2 embeddings and seeded UMAP/HDBSCAN.
+
+The package ``bertopic`` is optional: it is imported when the model is fitted, and a missing
+package gives a :class:`~topicbench.baselines.base.ModelError` naming the model.
+
+References
+----------
+M. Grootendorst, "BERTopic: Neural topic modeling with a class-based TF-IDF procedure",
+arXiv:2203.05794 (2022), §3 (embeddings, UMAP + HDBSCAN clustering, c-TF-IDF).
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+from topicbench.core.config import OUTPUT_TOP_WORDS
+from topicbench.core.corpus import Corpus
+from topicbench.core.output import TopicModelOutput
+from topicbench.core.validation import InputError
+
+from .base import ModelError, TopicModel, import_optional, normalize_rows, require_integers
+
+logger = logging.getLogger(__name__)
+
+#: BERTopic's label for documents HDBSCAN leaves unclustered.
+OUTLIER_TOPIC = -1
+
+
+class BERTopicModel(TopicModel):
+    """BERTopic: sentence embeddings -> UMAP -> HDBSCAN clusters -> c-TF-IDF topic words.
+
+    The number of topics is HDBSCAN's unless ``reduce_to_num_topics`` (then BERTopic merges
+    topics down to ``num_topics``) or ``nr_topics`` says otherwise; the paper runs it without K.
+
+    Settings
+    --------
+    min_topic_size : int
+        HDBSCAN's ``min_cluster_size`` (BERTopic default 10).
+    umap_neighbors, umap_components : int
+        UMAP's ``n_neighbors`` and ``n_components`` (15 and 5); ``min_dist=0``, cosine metric.
+    nr_topics : None, "auto" or int
+        BERTopic's topic reduction after clustering (``None``: none).
+    reduce_to_num_topics : bool
+        Reduce to the ``num_topics`` given to ``fit`` (overrides ``nr_topics``).
+    calculate_probabilities : bool
+        Document-topic proportions from HDBSCAN's soft membership vectors; otherwise each
+        document's column is one-hot on its topic (uniform for an outlier document).
+    embedding_model : str or None
+        A local sentence-transformers folder (``None``: the bundled all-MiniLM-L6-v2).
+    top_words : int
+        Words per topic in the output's topic lists (BERTopic's ``top_n_words``).
+
+    Notes
+    -----
+    Topics are BERTopic's clusters without the outlier topic −1, in BERTopic's order (by size).
+    Their word lists are BERTopic's representation with its padding (empty words for topics with
+    fewer than ``top_words`` scored words) removed, so a short topic stays short. Topic-word
+    rows are the c-TF-IDF rows scaled to sum to 1 (c-TF-IDF is a weight, not a probability).
+    BERTopic assigns no topics to tokens.
+    """
+
+    name = "bertopic"
+    defaults = {
+        "min_topic_size": 10,
+        "umap_neighbors": 15,
+        "umap_components": 5,
+        "nr_topics": None,
+        "reduce_to_num_topics": False,
+        "calculate_probabilities": True,
+        "embedding_model": None,
+        "top_words": OUTPUT_TOP_WORDS,
+    }
+    supports_transform = True
+
+    def _check_settings(self, settings: dict) -> None:
+        require_integers(self.name, settings, {"min_topic_size": 2, "umap_neighbors": 2, "umap_components": 1, "top_words": 1})
+        nr_topics = settings["nr_topics"]
+        if not (nr_topics is None or nr_topics == "auto" or (isinstance(nr_topics, (int, np.integer)) and nr_topics >= 2)):
+            raise InputError(f"{self.name}: nr_topics must be None, 'auto' or an integer >= 2, got {nr_topics!r}")
+
+    def _fit(self, corpus: Corpus, num_topics: int | None, seed: int) -> TopicModelOutput:
+        bertopic = import_optional("bertopic", model=self.name)
+        umap = import_optional("umap", model=self.name, package="umap-learn")
+        hdbscan = import_optional("hdbscan", model=self.name)
+        from sklearn.feature_extraction.text import CountVectorizer
+
+        from .embeddings import corpus_texts, document_embeddings, load_sentence_model
+
+        settings = self.settings
+        minimum = max(settings["umap_neighbors"] + 1, 2 * settings["min_topic_size"])
+        if corpus.n_documents < minimum:
+            raise ModelError(
+                f"{self.name}: too few documents for its clustering: {corpus.n_documents} documents, "
+                f"UMAP with {settings['umap_neighbors']} neighbours and two HDBSCAN clusters of at "
+                f"least {settings['min_topic_size']} need {minimum} or more"
+            )
+        nr_topics = settings["nr_topics"]
+        if settings["reduce_to_num_topics"]:
+            nr_topics = self._require_num_topics(num_topics)
+        texts = corpus_texts(corpus)
+        embeddings = document_embeddings(corpus, model_path=settings["embedding_model"])
+        model = bertopic.BERTopic(
+            embedding_model=load_sentence_model(settings["embedding_model"]),
+            umap_model=umap.UMAP(
+                n_neighbors=int(settings["umap_neighbors"]),
+                n_components=int(settings["umap_components"]),
+                min_dist=0.0,
+                metric="cosine",
+                low_memory=False,
+                random_state=int(seed),
+                n_jobs=1,  # what a random_state forces anyway (UMAP is reproducible only serially)
+            ),
+            hdbscan_model=hdbscan.HDBSCAN(
+                min_cluster_size=int(settings["min_topic_size"]),
+                metric="euclidean",
+                cluster_selection_method="eom",
+                prediction_data=True,
+            ),
+            vectorizer_model=CountVectorizer(
+                vocabulary=list(corpus.vocabulary), tokenizer=str.split, lowercase=False, token_pattern=None
+            ),
+            top_n_words=int(settings["top_words"]),
+            nr_topics=nr_topics,
+            calculate_probabilities=bool(settings["calculate_probabilities"]),
+        )
+        logger.info("bertopic: clustering %d documents of %s", corpus.n_documents, corpus.name)
+        with np.errstate(divide="ignore"):  # c-TF-IDF's idf of vocabulary words no document uses
+            assignments, probabilities = model.fit_transform(texts, embeddings=embeddings)
+        topic_ids = sorted(t for t in set(int(t) for t in model.topics_) if t != OUTLIER_TOPIC)
+        if len(topic_ids) < 2:
+            raise ModelError(
+                f"{self.name}: HDBSCAN found {len(topic_ids)} topic(s) besides outliers in "
+                f"{corpus.n_documents} documents of {corpus.name!r}: too few documents (or too "
+                f"little structure) for its clustering; use a larger corpus or a smaller min_topic_size"
+            )
+        if topic_ids != list(range(len(topic_ids))):
+            raise ModelError(f"{self.name}: unexpected topic ids {topic_ids[:5]}... (expected 0..n-1)")
+        self.model_ = model
+        c_tf_idf = model.c_tf_idf_.toarray()
+        offset = int(getattr(model, "_outliers", 0))
+        topic_word = normalize_rows(c_tf_idf[offset : offset + len(topic_ids)])
+        topics = [[word for word, _ in model.get_topic(t) if word] for t in topic_ids]
+        topic_document = self._topic_document(assignments, probabilities, len(topic_ids))
+        outliers = int(np.sum(np.asarray(assignments) == OUTLIER_TOPIC))
+        return TopicModelOutput(
+            model=self.name,
+            vocabulary=tuple(corpus.vocabulary),
+            topics=topics,
+            topic_word_matrix=topic_word,
+            topic_document_matrix=topic_document,
+            topic_labels=[str(model.topic_labels_.get(t, t)) for t in topic_ids],
+            settings={**settings, "num_topics_": len(topic_ids), "nr_topics_": nr_topics, "outlier_documents_": outliers},
+            seed=seed,
+            extra={"topic_sizes": [int(model.topic_sizes_.get(t, 0)) for t in topic_ids], "outlier_documents": outliers},
+        )
+
+    def _topic_document(self, assignments, probabilities, n_topics: int) -> np.ndarray:
+        """p(topic | document), shape (n_topics, n_documents)."""
+        assignments = np.asarray(assignments)
+        if self.settings["calculate_probabilities"] and probabilities is not None and np.ndim(probabilities) == 2:
+            return normalize_rows(np.asarray(probabilities)[:, :n_topics]).T.copy()
+        one_hot = np.zeros((len(assignments), n_topics))
+        clustered = assignments != OUTLIER_TOPIC
+        one_hot[np.flatnonzero(clustered), assignments[clustered]] = 1.0
+        return normalize_rows(one_hot).T.copy()
+
+    def _transform(self, corpus: Corpus) -> np.ndarray:
+        from .embeddings import corpus_texts, document_embeddings
+
+        embeddings = document_embeddings(corpus, model_path=self.settings["embedding_model"])
+        with np.errstate(divide="ignore"):
+            assignments, probabilities = self.model_.transform(corpus_texts(corpus), embeddings=embeddings)
+        n_topics = len([t for t in set(self.model_.topics_) if t != OUTLIER_TOPIC])
+        return self._topic_document(assignments, probabilities, n_topics)

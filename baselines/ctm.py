@@ -1,0 +1,76 @@
+"""Contextualized Topic Models (Bianchi et al. 2021): ProdLDA whose encoder reads a sentence
+embedding of the document, on CPU torch.
+
+Written here rather than wrapping the package ``contextualized-topic-models`` (2.6.1): that
+package declares ``torchvision`` as a requirement (so installing it pulls torchvision beside
+torch 2.13.0, which this project does not allow) although its code never imports it. The network
+is the package's: CombinedTM concatenates the bag of words with a linear map of the embedding
+to V dimensions; ZeroShotTM reads the embedding alone; the prior is learned; Adam with
+lr 2e-3 and β = (0.99, 0.99), batches of 64, 100 epochs. Embeddings come from the local
+all-MiniLM-L6-v2 (:mod:`topicbench.baselines.embeddings`); nothing is downloaded.
+
+References
+----------
+F. Bianchi, S. Terragni, D. Hovy, "Pre-training is a Hot Topic: Contextualized Document
+Embeddings Improve Topic Coherence", ACL 2021 (CombinedTM); F. Bianchi et al., "Cross-lingual
+Contextualized Topic Models with Zero-shot Learning", EACL 2021 (ZeroShotTM).
+"""
+
+from __future__ import annotations
+
+from topicbench.core.config import OUTPUT_TOP_WORDS
+from topicbench.core.corpus import Corpus
+
+from .base import require_choice
+from .prodlda import ProdLDA
+
+
+class CTM(ProdLDA):
+    """Contextualized Topic Model (CombinedTM by default).
+
+    Settings
+    --------
+    variant : {"combined", "zeroshot"}
+        CombinedTM (bag of words + embedding) or ZeroShotTM (embedding only).
+    embedding_model : str or None
+        A local sentence-transformers folder; ``None`` is the bundled all-MiniLM-L6-v2.
+    epochs, batch_size, learning_rate, momentum, hidden_sizes, dropout, prior_alpha, threads, top_words
+        As for :class:`~topicbench.baselines.prodlda.ProdLDA`, with CTM's defaults; the
+        learned prior starts from the Laplace approximation of Dirichlet(``prior_alpha``).
+    """
+
+    name = "ctm"
+    defaults = {
+        "variant": "combined",
+        "embedding_model": None,
+        "epochs": 100,
+        "batch_size": 64,
+        "learning_rate": 0.002,
+        "momentum": 0.99,
+        "hidden_sizes": (100, 100),
+        "dropout": 0.2,
+        "prior_alpha": 1.0,
+        "threads": 1,
+        "top_words": OUTPUT_TOP_WORDS,
+    }
+    learn_priors = True
+    adam_second_moment_decay = 0.99
+
+    def _check_settings(self, settings: dict) -> None:
+        super()._check_settings(settings)
+        require_choice(self.name, "variant", settings["variant"], ("combined", "zeroshot"))
+
+    @property
+    def encoder_inputs(self) -> str:
+        return "combined" if self.settings["variant"] == "combined" else "contextual"
+
+    def _embeddings(self, corpus: Corpus):
+        from .embeddings import document_embeddings
+
+        return document_embeddings(corpus, model_path=self.settings["embedding_model"])
+
+    def _resolved(self, network, embeddings) -> dict:
+        return {
+            "encoder_inputs_": self.encoder_inputs,
+            "embedding_size_": int(embeddings.shape[1]),
+        }

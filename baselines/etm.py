@@ -1,0 +1,197 @@
+"""The Embedded Topic Model (Dieng, Ruiz & Blei 2020) on CPU torch.
+
+Written here: ETM has no maintained package on PyPI (the authors publish research code; OCTIS
+vendors a copy and pins old torch). The model and defaults follow the authors' code and OCTIS's
+ETM: topic-word distributions β_k = softmax(ρ α_k) over word embeddings ρ and topic embeddings
+α_k, a logistic-normal encoder q(δ_d) = N(μ_d, σ_d²) on the normalised bag of words, θ_d =
+softmax(δ_d), and the ELBO with a standard normal prior.
+
+Word embeddings ρ are either trained with the model (``word_embeddings="trained"``, the ETM
+paper's "ETM" without pre-fitted embeddings) or taken, fixed, from the local
+all-MiniLM-L6-v2 sentence-transformers model (``"sentence_transformer"``: each vocabulary word
+embedded alone, cached by :func:`topicbench.baselines.embeddings.word_vectors`).
+
+References
+----------
+A. B. Dieng, F. J. R. Ruiz, D. M. Blei, "Topic Modeling in Embedding Spaces", TACL 8 (2020),
+§3 (the model, eq. 3), §4 (variational inference, eq. 6-7).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from topicbench.core.config import OUTPUT_TOP_WORDS
+from topicbench.core.corpus import Corpus
+from topicbench.core.output import TopicModelOutput
+from topicbench.core.validation import InputError
+
+from . import _neural
+from .base import TopicModel, normalize_rows, require_choice, require_integers, require_positive, top_words_of
+
+#: Added inside log p(w | d) (the authors' constant).
+ETM_LOG_EPSILON = 1e-6
+
+
+class ETM(TopicModel):
+    """The Embedded Topic Model.
+
+    Settings
+    --------
+    word_embeddings : {"trained", "sentence_transformer"}
+        Learn ρ with the model, or fix it to the local sentence-transformers word vectors.
+    embedding_size : int
+        Size of ρ and α_k when trained (OCTIS: 300); with fixed vectors, their size (384).
+    embedding_model : str or None
+        A local sentence-transformers folder for ``"sentence_transformer"`` (``None``: the bundled
+        all-MiniLM-L6-v2).
+    hidden_size : int
+        Width of the encoder's two layers (OCTIS/authors: 800).
+    activation : {"relu", "softplus", "tanh"}
+        Encoder activation (OCTIS: relu).
+    dropout : float
+        Dropout on the encoder's hidden layer (OCTIS: 0.5).
+    epochs, batch_size : int
+        OCTIS: 100 epochs, batches of 128 (the authors' code: batches of 1000).
+    learning_rate, weight_decay : float
+        Adam (authors: 0.005 and 1.2e-6).
+    threads : int
+        torch CPU threads during the fit.
+    top_words : int
+        Words per topic in the output's topic lists.
+
+    Notes
+    -----
+    Document proportions in the output are softmax(μ_d) (the encoder's posterior mean, no
+    sampling). ETM assigns no topics to tokens.
+    """
+
+    name = "etm"
+    defaults = {
+        "word_embeddings": "trained",
+        "embedding_size": 300,
+        "embedding_model": None,
+        "hidden_size": 800,
+        "activation": "relu",
+        "dropout": 0.5,
+        "epochs": 100,
+        "batch_size": 128,
+        "learning_rate": 0.005,
+        "weight_decay": 1.2e-6,
+        "threads": 1,
+        "top_words": OUTPUT_TOP_WORDS,
+    }
+    supports_transform = True
+
+    def _check_settings(self, settings: dict) -> None:
+        require_choice(self.name, "word_embeddings", settings["word_embeddings"], ("trained", "sentence_transformer"))
+        require_choice(self.name, "activation", settings["activation"], ("relu", "softplus", "tanh"))
+        require_integers(
+            self.name, settings,
+            {"embedding_size": 1, "hidden_size": 1, "epochs": 1, "batch_size": 1, "threads": 1, "top_words": 1},
+        )
+        require_positive(self.name, settings, ["learning_rate"])
+        if not 0 <= settings["weight_decay"] < np.inf or not 0 <= settings["dropout"] < 1:
+            raise InputError(f"{self.name}: weight_decay must be >= 0 and dropout in [0, 1)")
+
+    def _fit(self, corpus: Corpus, num_topics: int | None, seed: int) -> TopicModelOutput:
+        torch = _neural.load_torch(self.name)
+        num_topics = self._require_num_topics(num_topics)
+        settings = self.settings
+        fixed_vectors = None
+        if settings["word_embeddings"] == "sentence_transformer":
+            from .embeddings import word_vectors
+
+            fixed_vectors = word_vectors(corpus.vocabulary, model_path=settings["embedding_model"])
+        with _neural.seeded(seed, settings["threads"]):
+            network = _build_network(
+                vocabulary_size=corpus.n_words,
+                num_topics=num_topics,
+                embedding_size=int(settings["embedding_size"]) if fixed_vectors is None else fixed_vectors.shape[1],
+                fixed_vectors=fixed_vectors,
+                hidden_size=int(settings["hidden_size"]),
+                activation=settings["activation"],
+                dropout=float(settings["dropout"]),
+            )
+            optimizer = torch.optim.Adam(
+                network.parameters(), lr=float(settings["learning_rate"]), weight_decay=float(settings["weight_decay"])
+            )
+            trace = _neural.train_variational(
+                network, corpus.doc_term, None, epochs=int(settings["epochs"]),
+                batch_size=int(settings["batch_size"]), optimizer=optimizer, seed=seed, model=self.name,
+            )
+            theta = _neural.infer_theta(network, corpus.doc_term, None)
+            with torch.no_grad():
+                topic_word = normalize_rows(network.topic_word().double().numpy())
+        self.network_ = network
+        return TopicModelOutput(
+            model=self.name,
+            vocabulary=tuple(corpus.vocabulary),
+            topics=top_words_of(topic_word, corpus.vocabulary, int(settings["top_words"])),
+            topic_word_matrix=topic_word,
+            topic_document_matrix=theta.T.copy(),
+            settings={
+                **settings,
+                "num_topics_": num_topics,
+                "embedding_size_": int(network.word_embeddings.shape[1]),
+                "trains_word_embeddings_": fixed_vectors is None,
+            },
+            seed=seed,
+            extra={"loss_per_document": trace},
+        )
+
+    def _transform(self, corpus: Corpus) -> np.ndarray:
+        with _neural.seeded(0, self.settings["threads"]):
+            return _neural.infer_theta(self.network_, corpus.doc_term, None).T.copy()
+
+
+def _build_network(*, vocabulary_size, num_topics, embedding_size, fixed_vectors, hidden_size, activation, dropout):
+    """ETM's encoder and decoder as one module with ``loss(bow, embedding)`` and ``theta``."""
+    import torch
+    from torch import nn
+    from torch.nn import functional
+
+    activations = {"relu": nn.ReLU, "softplus": nn.Softplus, "tanh": nn.Tanh}
+
+    class ETMNetwork(nn.Module):
+        """q(δ | d) = N(μ, diag σ²) from the normalised bag of words; β = softmax over words of ρ αᵀ."""
+
+        def __init__(self):
+            super().__init__()
+            if fixed_vectors is None:
+                self.word_embeddings = nn.Parameter(torch.empty(vocabulary_size, embedding_size).normal_(0.0, 1.0 / embedding_size**0.5))
+            else:
+                self.register_buffer("word_embeddings", torch.as_tensor(np.asarray(fixed_vectors), dtype=torch.float32))
+            self.topic_embeddings = nn.Linear(embedding_size, num_topics, bias=False)
+            self.encoder = nn.Sequential(
+                nn.Linear(vocabulary_size, hidden_size), activations[activation](),
+                nn.Linear(hidden_size, hidden_size), activations[activation](),
+                nn.Dropout(dropout),
+            )
+            self.mean = nn.Linear(hidden_size, num_topics)
+            self.log_variance = nn.Linear(hidden_size, num_topics)
+
+        def topic_word(self):
+            """β, shape (K, V): softmax over the vocabulary of ρ α_kᵀ."""
+            return functional.softmax(self.topic_embeddings(self.word_embeddings), dim=0).T
+
+        def encode(self, bow):
+            normalised = bow / bow.sum(dim=1, keepdim=True).clamp_min(1.0)
+            hidden = self.encoder(normalised)
+            return self.mean(hidden), self.log_variance(hidden)
+
+        def theta(self, bow, embedding):
+            mean, _ = self.encode(bow)
+            return functional.softmax(mean, dim=1)
+
+        def loss(self, bow, embedding):
+            """Negative ELBO summed over the batch (eq. 6-7)."""
+            mean, log_variance = self.encode(bow)
+            delta = mean + (0.5 * log_variance).exp() * torch.randn_like(mean)
+            theta = functional.softmax(delta, dim=1)
+            word_probabilities = theta @ self.topic_word()
+            reconstruction = -(bow * (word_probabilities + ETM_LOG_EPSILON).log()).sum(dim=1)
+            kl = -0.5 * (1 + log_variance - mean**2 - log_variance.exp()).sum(dim=1)
+            return (reconstruction + kl).sum()
+
+    return ETMNetwork()

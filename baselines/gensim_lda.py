@@ -1,0 +1,151 @@
+"""gensim's ``LdaModel`` (online variational Bayes, Hoffman et al. 2010) behind the shared interface.
+
+Never ``LdaMulticore``: it forks worker processes, which Dask workers cannot do (house style 20).
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+from scipy.special import digamma
+
+from topicbench.core.config import OUTPUT_TOP_WORDS
+from topicbench.core.corpus import Corpus
+from topicbench.core.output import TopicModelOutput
+from topicbench.core.validation import InputError
+
+from .base import TopicModel, normalize_rows, require_integers, require_positive, top_words_of
+
+logger = logging.getLogger(__name__)
+
+#: Tokens scored at once when assigning each token its most likely topic (bounds memory to
+#: this many x K floats).
+TOKEN_CHUNK = 65_536
+
+
+class GensimLDA(TopicModel):
+    """Variational LDA with gensim's ``LdaModel`` (one process).
+
+    Settings
+    --------
+    alpha : float or "auto"
+        Document-topic prior: a symmetric value per topic (the paper's 1 or 0.1), or ``"auto"``
+        (gensim learns an asymmetric prior). Resolved per-topic values: ``alpha_``.
+    eta : float
+        Topic-word prior β (0.01, as the paper's Gibbs runs).
+    passes, iterations : int
+        Passes over the corpus; variational iterations per document and pass.
+    chunksize, decay, offset, gamma_threshold : as in gensim
+        Online-update batch size and learning-rate schedule, E-step convergence threshold.
+    top_words : int
+        Words per topic in the output's topic lists.
+
+    Notes
+    -----
+    Token assignments: a token of word w in document d takes
+    ``argmax_k E[log θ_dk] + E[log β_kw]`` under the final variational posterior (what gensim's
+    ``per_word_topics`` reports; every occurrence of w in d gets the same topic). The
+    topic-document matrix is the normalised γ of that final E-step.
+    """
+
+    name = "gensim_lda"
+    defaults = {
+        "alpha": 0.1,
+        "eta": 0.01,
+        "passes": 10,
+        "iterations": 100,
+        "chunksize": 2000,
+        "decay": 0.5,
+        "offset": 1.0,
+        "gamma_threshold": 0.001,
+        "top_words": OUTPUT_TOP_WORDS,
+    }
+    supports_transform = True
+
+    def _check_settings(self, settings: dict) -> None:
+        if settings["alpha"] != "auto":
+            try:
+                require_positive(self.name, settings, ["alpha"])
+            except InputError:
+                raise InputError(
+                    f"{self.name}: alpha must be a positive number (per topic) or 'auto', got {settings['alpha']!r}"
+                ) from None
+        require_positive(self.name, settings, ["eta", "decay", "offset", "gamma_threshold"])
+        require_integers(self.name, settings, {"passes": 1, "iterations": 1, "chunksize": 1, "top_words": 1})
+
+    def _fit(self, corpus: Corpus, num_topics: int | None, seed: int) -> TopicModelOutput:
+        from gensim.models import LdaModel
+
+        num_topics = self._require_num_topics(num_topics)
+        settings = self.settings
+        alpha = settings["alpha"] if settings["alpha"] == "auto" else float(settings["alpha"])
+        logger.info("gensim_lda: K=%d, alpha=%s, %d passes on %s", num_topics, alpha, settings["passes"], corpus.name)
+        model = LdaModel(
+            corpus=_bow(corpus),
+            num_topics=num_topics,
+            id2word=dict(enumerate(corpus.vocabulary)),
+            distributed=False,
+            chunksize=int(settings["chunksize"]),
+            passes=int(settings["passes"]),
+            iterations=int(settings["iterations"]),
+            alpha=alpha,
+            eta=float(settings["eta"]),
+            decay=float(settings["decay"]),
+            offset=float(settings["offset"]),
+            gamma_threshold=float(settings["gamma_threshold"]),
+            eval_every=None,
+            random_state=seed,
+            dtype=np.float64,
+        )
+        self.model_ = model
+        gamma = self._gamma(corpus)
+        expected_log_beta = model.state.get_Elogbeta()
+        token_topics = _most_likely_token_topics(corpus, gamma, expected_log_beta)
+        topic_word = normalize_rows(model.get_topics())
+        return TopicModelOutput(
+            model=self.name,
+            vocabulary=tuple(corpus.vocabulary),
+            topics=top_words_of(topic_word, corpus.vocabulary, int(settings["top_words"])),
+            topic_word_matrix=topic_word,
+            topic_document_matrix=normalize_rows(gamma).T.copy(),
+            token_topics=token_topics,
+            settings={
+                **settings,
+                "num_topics_": num_topics,
+                "alpha_": [float(a) for a in model.alpha],
+                "eta_": float(np.mean(model.eta)),
+            },
+            seed=seed,
+        )
+
+    def _gamma(self, corpus: Corpus) -> np.ndarray:
+        """Variational Dirichlet parameters γ of every document (D x K) under the fitted topics."""
+        bow = _bow(corpus)
+        chunk = int(self.settings["chunksize"])
+        parts = [self.model_.inference(bow[start : start + chunk])[0] for start in range(0, len(bow), chunk)]
+        return np.vstack(parts).astype(np.float64)
+
+    def _transform(self, corpus: Corpus) -> np.ndarray:
+        return normalize_rows(self._gamma(corpus)).T.copy()
+
+
+def _bow(corpus: Corpus) -> list[list[tuple[int, int]]]:
+    """gensim's bag-of-words form of every document: [(word id, count), ...]."""
+    doc_term = corpus.doc_term
+    return [
+        list(zip(doc_term.indices[start:end].tolist(), doc_term.data[start:end].tolist()))
+        for start, end in zip(doc_term.indptr[:-1], doc_term.indptr[1:])
+    ]
+
+
+def _most_likely_token_topics(corpus: Corpus, gamma: np.ndarray, expected_log_beta: np.ndarray) -> np.ndarray:
+    """Each token's ``argmax_k E[log θ_dk] + E[log β_kw]`` (ties: the lowest topic)."""
+    expected_log_theta = digamma(gamma) - digamma(gamma.sum(axis=1, keepdims=True))
+    token_doc = np.repeat(np.arange(corpus.n_documents), np.diff(corpus.doc_offsets))
+    token_topics = np.empty(corpus.n_tokens, dtype=np.int64)
+    for start in range(0, corpus.n_tokens, TOKEN_CHUNK):
+        stop = min(start + TOKEN_CHUNK, corpus.n_tokens)
+        scores = expected_log_theta[token_doc[start:stop]] + expected_log_beta[:, corpus.token_ids[start:stop]].T
+        token_topics[start:stop] = np.argmax(scores, axis=1)
+    return token_topics

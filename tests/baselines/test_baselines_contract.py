@@ -1,0 +1,148 @@
+"""The contract every registered model keeps (like scikit-learn's ``parametrize_with_checks``).
+
+Each model fits the built-in corpus twice with one seed (identical outputs) and a synthetic
+LDA corpus once, and returns an output that keeps :class:`TopicModelOutput`'s invariants. The
+settings below only make the fits small; they are not the paper's.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from topicbench.baselines.base import ModelError, TopicModel
+from topicbench.baselines.registry import MODELS
+from topicbench.core.output import PROBABILITY_TOLERANCE, TopicModelOutput
+from topicbench.core.validation import InputError
+from synthetic_lda import lee_corpus, small_synthetic, synthetic_words  # noqa: F401 (fixtures used by name)
+
+#: Small settings per registered model, so that the whole contract runs in about a minute.
+QUICK_SETTINGS = {
+    "elda": {},
+    "gensim_lda": {"passes": 2, "iterations": 50},
+    "gibbs_lda": {"iterations": 50},
+    "prodlda": {"epochs": 5},
+    "ctm": {"epochs": 5},
+    "etm": {"epochs": 5},
+    "bertopic": {},
+    "fastopic": {"epochs": 10},
+}
+
+#: Models that assign a topic to every token (the output then carries ``token_topics``).
+TOKEN_ASSIGNING_MODELS = {"elda", "gensim_lda", "gibbs_lda"}
+
+NUM_TOPICS = 6
+SEED = 3
+
+
+def test_every_registered_model_is_in_the_contract():
+    # models that tests of other packages register (e.g. a model that always fails) are not ours
+    ours = {name for name in MODELS.names() if MODELS.get(name).__module__.startswith("topicbench.baselines.")}
+    assert ours == set(QUICK_SETTINGS)
+
+
+def check_output(output: TopicModelOutput, model: TopicModel, corpus, seed: int) -> None:
+    """Everything the contract promises, checked here independently of ``output.check``."""
+    assert output.check(corpus.n_documents, corpus.n_tokens) is output
+    assert output.model == model.name
+    assert output.seed == seed
+    assert output.fit_seconds > 0 and output.peak_memory_mb > 0
+    n_topics = output.n_topics
+    assert n_topics >= 2
+    assert output.vocabulary == corpus.vocabulary
+    topic_word, topic_document = output.topic_word_matrix, output.topic_document_matrix
+    assert topic_word.shape == (n_topics, corpus.n_words)
+    assert topic_document.shape == (n_topics, corpus.n_documents)
+    for matrix, axis in ((topic_word, 1), (topic_document, 0)):
+        assert np.isfinite(matrix).all() and (matrix >= 0).all()
+        np.testing.assert_allclose(matrix.sum(axis=axis), 1.0, atol=PROBABILITY_TOLERANCE)
+    vocabulary = set(corpus.vocabulary)
+    top_words = model.settings.get("top_words")
+    for words in output.topics:
+        assert words, "a topic without words"
+        assert all(isinstance(w, str) and w and w in vocabulary for w in words)
+        assert len(set(words)) == len(words)
+        if top_words is not None:
+            assert len(words) <= top_words
+    # settings: what was asked, untouched, plus resolved values ending in "_"
+    for key, value in model.get_params().items():
+        assert output.settings[key] == value
+    assert all(key in model.defaults or key.endswith("_") for key in output.settings)
+    if model.name in TOKEN_ASSIGNING_MODELS:
+        tokens = output.token_topics
+        assert tokens is not None and tokens.shape == (corpus.n_tokens,)
+        assert tokens.min() >= -1 and tokens.max() < n_topics
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(QUICK_SETTINGS))
+def test_model_contract(name, lee_corpus, small_synthetic):
+    model_class = MODELS.get(name)
+    assert issubclass(model_class, TopicModel) and model_class.name == name
+    model = model_class(**QUICK_SETTINGS[name])
+    asked = model.get_params()
+
+    first = model.fit(lee_corpus, NUM_TOPICS, seed=SEED)
+    check_output(first, model, lee_corpus, SEED)
+    assert model.get_params() == asked, "fit changed the stored settings"
+    if model.supports_transform:
+        held_out = lee_corpus.subset(range(20))
+        theta = model.transform(held_out)
+        assert theta.shape == (first.n_topics, 20)
+        np.testing.assert_allclose(theta.sum(axis=0), 1.0, atol=PROBABILITY_TOLERANCE)
+    else:
+        with pytest.raises(ModelError, match=name):
+            model.transform(lee_corpus)
+
+    if model_class.reproducible:
+        second = model_class(**QUICK_SETTINGS[name]).fit(lee_corpus, NUM_TOPICS, seed=SEED)
+        assert second.topics == first.topics
+        np.testing.assert_array_equal(second.topic_word_matrix, first.topic_word_matrix)
+        np.testing.assert_array_equal(second.topic_document_matrix, first.topic_document_matrix)
+        if first.token_topics is not None:
+            np.testing.assert_array_equal(second.token_topics, first.token_topics)
+
+    synthetic = small_synthetic.corpus
+    check_output(model_class(**QUICK_SETTINGS[name]).fit(synthetic, NUM_TOPICS, seed=SEED), model, synthetic, SEED)
+
+
+@pytest.mark.parametrize("name", ["gensim_lda", "gibbs_lda", "prodlda", "ctm", "etm", "fastopic"])
+def test_fixed_topic_count_models_require_num_topics(name, tiny_corpus):
+    with pytest.raises(InputError, match=f"{name}: num_topics must be an integer >= 1"):
+        MODELS.get(name)().fit(tiny_corpus, None)
+
+
+@pytest.mark.parametrize("name", sorted(QUICK_SETTINGS))
+def test_unknown_setting_is_refused_with_the_known_ones(name):
+    with pytest.raises(InputError, match=rf"{name}: unknown settings \['colour'\]; known: "):
+        MODELS.get(name)(colour="blue")
+
+
+@pytest.mark.parametrize(
+    "name, settings, message",
+    [
+        ("gensim_lda", {"alpha": "sparse"}, "alpha must be a positive number"),
+        ("gensim_lda", {"passes": 0}, "passes must be an integer >= 1"),
+        ("gibbs_lda", {"alpha": -1.0}, "alpha must be a positive number"),
+        ("gibbs_lda", {"eta": "small"}, "eta must be a positive number"),
+        ("gibbs_lda", {"optimize_alpha": "yes"}, "optimize_alpha must be True or False"),
+        ("prodlda", {"epochs": 0}, "epochs must be an integer >= 1"),
+        ("ctm", {"variant": "mixed"}, "variant must be one of"),
+        ("etm", {"word_embeddings": "glove"}, "word_embeddings must be one of"),
+        ("bertopic", {"nr_topics": 1}, "nr_topics must be None, 'auto' or an integer >= 2"),
+        ("fastopic", {"dt_alpha": 0}, "dt_alpha must be a positive number"),
+        ("prodlda", {"dropout": 1.5}, "dropout must lie in"),
+    ],
+)
+def test_bad_setting_values_are_refused(name, settings, message):
+    with pytest.raises(InputError, match=f"{name}: {message}"):
+        MODELS.get(name)(**settings)
+
+
+def test_transform_needs_a_fit_and_the_same_vocabulary(lee_corpus, tiny_corpus):
+    model = MODELS.get("gibbs_lda")(iterations=5)
+    with pytest.raises(ModelError, match="gibbs_lda: transform needs a fitted model"):
+        model.transform(lee_corpus)
+    model.fit(lee_corpus, 3, seed=0)
+    with pytest.raises(InputError, match="does not match the corpus vocabulary"):
+        model.transform(tiny_corpus)
