@@ -134,3 +134,41 @@ def tiny_corpus():
     return corpus_from_token_lists(
         [["a", "a", "b"], ["b", "c", "c"], ["c"]], vocabulary=["a", "b", "c"], name="tiny"
     )
+
+
+
+@pytest.fixture(scope="session")
+def prefect_server(tmp_path_factory):
+    """A temporary Prefect server (and PREFECT_HOME) for the flow tests."""
+    import os
+
+    os.environ["PREFECT_HOME"] = str(tmp_path_factory.mktemp("prefect_home"))
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=180):
+        yield
+
+
+@pytest.fixture
+def tiny_octis(tmp_path):
+    """An OCTIS folder of 40 short documents over four themes (already preprocessed)."""
+    import random
+
+    themes = [
+        "budget tax spending deficit revenue cut economy jobs",
+        "war troops iraq military soldiers defense security army",
+        "school teacher education student college learning class",
+        "health care hospital doctor patient insurance medicine",
+    ]
+    rng = random.Random(0)
+    lines = []
+    for d in range(40):
+        words = themes[d % 4].split() * 2 + themes[(d + 1) % 4].split()[:2]
+        rng.shuffle(words)
+        lines.append(" ".join(words) + "\ttrain\n")
+    folder = tmp_path / "tiny"
+    folder.mkdir()
+    (folder / "corpus.tsv").write_text("".join(lines))
+    return folder

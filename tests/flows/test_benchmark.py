@@ -8,10 +8,33 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
+from topicbench.baselines.base import TopicModel
+from topicbench.baselines.registry import MODELS
 from topicbench.flows.benchmark import run_benchmark
 from topicbench.flows.config import BenchmarkConfig
 from topicbench.core.validation import InputError
 from topicbench.tasks.tracking import TrackingError
+
+
+pytestmark = pytest.mark.usefixtures("prefect_server")
+
+
+class AlwaysFails(TopicModel):
+    """A model whose fit raises: used to check failure isolation."""
+
+    name = "always_fails"
+    defaults = {}
+
+    def _fit(self, corpus, num_topics, seed):
+        raise RuntimeError("injected failure for the test")
+
+
+@pytest.fixture
+def failing_model():
+    """Registers 'always_fails' for one test only (the contract tests must never see it)."""
+    MODELS.register("always_fails", AlwaysFails)
+    yield
+    MODELS._entries.pop("always_fails", None)
 
 
 def make_config(tiny_octis, tracking_uri, models, **extra):
@@ -78,7 +101,7 @@ def test_flow_end_to_end_with_resume(tiny_octis, tmp_path):
     assert len(fit_runs(client)) == 4
 
 
-def test_a_failing_model_is_recorded_and_the_others_complete(tiny_octis, tmp_path):
+def test_a_failing_model_is_recorded_and_the_others_complete(tiny_octis, tmp_path, failing_model):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     config = make_config(tiny_octis, uri, [ELDA, {"model": "always_fails"}])
     state = run_benchmark(config)

@@ -12,9 +12,11 @@ from topicbench.flows.report import report
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
+pytestmark = pytest.mark.usefixtures("prefect_server")
+
 
 @pytest.fixture(scope="module")
-def tracked(tmp_path_factory):
+def tracked(tmp_path_factory, prefect_server):
     import random
 
     folder = tmp_path_factory.mktemp("corpus")
