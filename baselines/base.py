@@ -41,12 +41,17 @@ class TopicModel(abc.ABC):
         Whether the same seed gives an identical output (asserted by the contract test).
     supports_transform : bool
         Whether :meth:`transform` can infer p(topic | document) for new documents.
+    uses_document_embeddings : bool
+        Whether ``fit`` reads sentence embeddings of the documents (through
+        :func:`topicbench.baselines.embeddings.document_embeddings`, from the model named by the
+        ``embedding_model`` setting); a benchmark then computes them once per corpus, up front.
     """
 
     name: str = ""
     defaults: dict = {}
     reproducible: bool = True
     supports_transform: bool = False
+    uses_document_embeddings: bool = False
 
     def __init__(self, **settings):
         unknown = sorted(set(settings) - set(self.defaults))

@@ -73,6 +73,7 @@ class BERTopicModel(TopicModel):
         "top_words": OUTPUT_TOP_WORDS,
     }
     supports_transform = True
+    uses_document_embeddings = True
 
     def _check_settings(self, settings: dict) -> None:
         require_integers(self.name, settings, {"min_topic_size": 2, "umap_neighbors": 2, "umap_components": 1, "top_words": 1})

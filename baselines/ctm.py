@@ -54,6 +54,7 @@ class CTM(ProdLDA):
         "top_words": OUTPUT_TOP_WORDS,
     }
     learn_priors = True
+    uses_document_embeddings = True
     adam_second_moment_decay = 0.99
 
     def _check_settings(self, settings: dict) -> None:

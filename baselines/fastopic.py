@@ -6,7 +6,7 @@ allowed in this project); ``fastopic`` itself also builds its own vocabulary wit
 preprocessing, where this suite needs the corpus's vocabulary. The algorithm is the package's:
 
 - documents (their sentence embeddings), topics and words live in one embedding space;
-- Embedding Transport Plans (entropic optimal transport, Sinkhorn in the log domain) link
+- Embedding Transport Plans (entropic optimal transport, the package's Sinkhorn-Knopp loop) link
   documents to topics (``DT``, document marginals uniform, topic marginals softmax(w_t)) and
   topics to words (``TW``, topic marginals uniform, word marginals softmax(w_v));
 - θ = D · π_DT and β = K · π_TW; the loss is the Dual Semantic-relation Reconstruction
@@ -37,8 +37,10 @@ logger = logging.getLogger(__name__)
 
 #: Added inside log(θ_d · β_w) of the reconstruction (the package's constant).
 DSR_EPSILON = 1e-12
-#: Absorb the scalings into the kernel and check convergence every this many Sinkhorn steps.
+#: Check Sinkhorn's convergence every this many steps (the package's interval).
 SINKHORN_CHECK_INTERVAL = 50
+#: Added to each Sinkhorn denominator (the package's constant).
+SINKHORN_EPSILON = 1e-16
 
 
 class FASTopic(TopicModel):
@@ -88,6 +90,7 @@ class FASTopic(TopicModel):
         "top_words": OUTPUT_TOP_WORDS,
     }
     supports_transform = True
+    uses_document_embeddings = True
 
     def _check_settings(self, settings: dict) -> None:
         require_integers(self.name, settings, {"epochs": 1, "sinkhorn_max_iterations": 1, "threads": 1, "top_words": 1})
@@ -157,27 +160,24 @@ def _squared_distances(x, y):
 def _transport_plan(torch, cost, log_a, log_b, alpha: float, max_iterations: int, tolerance: float):
     """Entropic optimal transport between marginals a (rows) and b (columns) for ``cost``.
 
-    Log-domain Sinkhorn with kernel −α·M, absorbing the scalings into the kernel every
-    :data:`SINKHORN_CHECK_INTERVAL` steps (the package's stabilised loop). Differentiable:
-    gradients flow through the iterations. Returns the plan π = diag(u) K diag(v).
+    The package's Sinkhorn-Knopp loop: a fixed kernel K = exp(-alpha M) and two matrix-vector
+    products per step (u = a / K v, v = b / K^T u, SINKHORN_EPSILON in each denominator), the
+    column-marginal error checked every :data:`SINKHORN_CHECK_INTERVAL` steps. Differentiable:
+    gradients flow through the iterations. Returns the plan diag(u) K diag(v).
     """
-    log_kernel = -alpha * cost
-    log_u = torch.zeros_like(log_a)
-    log_v = torch.zeros_like(log_b)
+    a, b = log_a.exp(), log_b.exp()
+    kernel = torch.exp(-alpha * cost)
+    u = torch.ones_like(a) / a.shape[0]
+    v = torch.ones_like(b) / b.shape[0]
     error, step = float("inf"), 0
     while error > tolerance and step < max_iterations:
-        log_v = log_b - torch.logsumexp(log_kernel.T + log_u.T, dim=1, keepdim=True)
-        log_u = log_a - torch.logsumexp(log_kernel + log_v.T, dim=1, keepdim=True)
+        v = b / (kernel.T @ u + SINKHORN_EPSILON)
+        u = a / (kernel @ v + SINKHORN_EPSILON)
         step += 1
         if step % SINKHORN_CHECK_INTERVAL == 1:
-            log_kernel = log_kernel + log_u + log_v.T
-            log_u = torch.zeros_like(log_a)
-            log_v = torch.zeros_like(log_b)
             with torch.no_grad():
-                row_error = (torch.logsumexp(log_kernel, dim=1, keepdim=True).exp() - log_a.exp()).abs().sum()
-                column_error = (torch.logsumexp(log_kernel.T, dim=1, keepdim=True).exp() - log_b.exp()).abs().sum()
-                error = max(float(row_error), float(column_error))
-    return log_u.exp() * log_kernel.exp() * log_v.T.exp()
+                error = float((v * (kernel.T @ u) - b).abs().sum())
+    return u * (kernel * v.T)
 
 
 def _build_network(torch, num_topics, vocabulary_size, embedding_size, settings):

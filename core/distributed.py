@@ -1,33 +1,125 @@
 """Dask execution of parallel E-LDA's shard rounds.
 
-The candidate matrix is scattered once to every worker (broadcast); each shard's documents are
-scattered once to one worker and its state stays there as a future between rounds. Only round
-summaries (the links accepted) come back to the driver. A user who outgrows one machine passes a
-scheduler address instead of starting a ``LocalCluster``; nothing else changes.
+The candidate matrix reaches every worker once per run: on a cluster this process starts (all
+workers on this machine) it is written once to files that every worker memory-maps, so the workers
+share one copy in RAM and nothing is sent; on any other cluster it is scattered to every worker
+(broadcast). Each shard's documents are scattered once to one worker and its state stays there as a
+worker-local object between rounds (the driver's ledger of links rebuilds it if that worker is
+lost). Only round summaries (the links accepted) come back to the driver. A user who
+outgrows one machine passes a scheduler address instead of starting a ``LocalCluster``; nothing
+else changes.
 """
 
 from __future__ import annotations
 
 import logging
-import operator
 import os
+import shutil
 import tempfile
+import uuid
+from pathlib import Path
 
 import numba
+import numpy as np
+
+from .generators import Candidates
+from .parallel import ShardStateLost
 
 logger = logging.getLogger(__name__)
 
+#: The arrays a worker reads; ``columns`` and ``constants_descending`` are computed once here.
+_MAPPED_ARRAYS = (
+    "row_constants", "indptr", "indices", "values", "col_indptr", "col_topics", "col_values", "constants_descending",
+)
 
-def _call_on_worker(function, candidates, shard, state, *args):
-    """Run a shard function with numba and BLAS threads set to the worker's thread count."""
+
+class MappedCandidates:
+    """A small, picklable handle to candidates written as ``.npy`` files on this machine.
+
+    Workers open the files with copy-on-write memory maps, so every worker process reads the same
+    physical pages (one copy in RAM however many workers) and the kernels see ordinary arrays.
+    """
+
+    def __init__(self, candidates: Candidates, directory: Path):
+        directory.mkdir(parents=True, exist_ok=True)
+        col_indptr, col_topics, col_values = candidates.columns
+        arrays = {
+            "row_constants": candidates.row_constants, "indptr": candidates.indptr,
+            "indices": candidates.indices, "values": candidates.values, "col_indptr": col_indptr,
+            "col_topics": col_topics, "col_values": col_values,
+            "constants_descending": candidates.constants_descending,
+        }
+        for name in _MAPPED_ARRAYS:
+            np.save(directory / f"{name}.npy", np.ascontiguousarray(arrays[name]))
+        self.directory = str(directory)
+        self.fields = {
+            "n_words": candidates.n_words, "labels": candidates.labels, "keywords": candidates.keywords,
+            "generator": candidates.generator, "settings": candidates.settings,
+        }
+
+    def load(self) -> Candidates:
+        """The candidates over memory-mapped arrays, opened once per worker process.
+
+        Cached by directory in the process, not on the handle: Dask may hand a task a fresh copy
+        of the handle (a replica fetched from another worker), and the maps should outlive it.
+        """
+        loaded = _MAPPED_CANDIDATES.get(self.directory)
+        if loaded is None:
+            arrays = {
+                name: np.asarray(np.load(Path(self.directory) / f"{name}.npy", mmap_mode="c"))
+                for name in _MAPPED_ARRAYS
+            }
+            loaded = Candidates(
+                row_constants=arrays["row_constants"], indptr=arrays["indptr"], indices=arrays["indices"],
+                values=arrays["values"], **self.fields,
+            )
+            # Fill the cached properties so no worker recomputes (or copies) the column store.
+            loaded.__dict__["columns"] = (arrays["col_indptr"], arrays["col_topics"], arrays["col_values"])
+            loaded.__dict__["constants_descending"] = arrays["constants_descending"]
+            _MAPPED_CANDIDATES[self.directory] = loaded
+        return loaded
+
+
+#: Memory-mapped candidates open in this worker process, by directory.
+_MAPPED_CANDIDATES: dict = {}
+
+
+def _unmap(directory: str) -> None:
+    _MAPPED_CANDIDATES.pop(directory, None)
+
+
+#: Shard states on this worker process, by (run token, shard index). Keeping them here rather than
+#: as Dask futures makes a round one task per shard (each Dask hop costs ~10 ms on 2 cores).
+_SHARD_STATES: dict = {}
+
+
+def _call_on_worker(function, candidates, shard, key, *args):
+    """Run a shard function on its stored state; store the new state, return the summary.
+
+    numba and BLAS threads are set to the worker's thread count. A state that is missing although
+    the shard has run before (its worker was lost and the task moved) raises ``ShardStateLost``,
+    which the driver answers by rebuilding every shard from its ledger.
+    """
     from distributed import get_worker
     from threadpoolctl import threadpool_limits
 
+    token, index, fresh = key
+    if isinstance(candidates, MappedCandidates):
+        candidates = candidates.load()
+    if not fresh and key[:2] not in _SHARD_STATES:
+        raise ShardStateLost(f"the state of shard {index} is not on worker {get_worker().address}")
     worker = get_worker()
     threads = getattr(getattr(worker, "state", worker), "nthreads", 1) or 1
     numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
     with threadpool_limits(limits=threads):
-        return function(candidates, shard, state, *args)
+        state, summary = function(candidates, shard, _SHARD_STATES.get(key[:2]), *args)
+    _SHARD_STATES[key[:2]] = state
+    return summary
+
+
+def _forget_states(token) -> None:
+    for key in [k for k in _SHARD_STATES if k[0] == token]:
+        del _SHARD_STATES[key]
 
 
 class DaskShards:
@@ -44,11 +136,14 @@ class DaskShards:
         Use this client as it is (it is not closed).
     connect_timeout : float
         Seconds to wait for ``scheduler`` before failing with ``ConnectionError``.
+    memory_map : bool, optional
+        Share the candidates through memory-mapped files instead of scattering them. Default: only
+        for the local cluster started here (its workers are certain to see this machine's files).
     """
 
     def __init__(
         self, scheduler: str | None = None, *, n_workers: int | None = None, client=None,
-        connect_timeout: float = 20.0,
+        connect_timeout: float = 20.0, memory_map: bool | None = None,
     ):
         from distributed import Client, LocalCluster
 
@@ -71,39 +166,75 @@ class DaskShards:
                 )
                 client = Client(self._cluster)
         self.client = client
+        self.memory_map = self._cluster is not None if memory_map is None else bool(memory_map)
         self.n_workers = max(1, len(client.scheduler_info()["workers"]))
+        self._token = None  # names this run's shard states on the workers
+        self._mapped = None  # (candidates object, MappedCandidates) written by this executor
+        self._mapped_directory = None
 
     def start(self, candidates, shards: list) -> None:
-        """Scatter the candidates to every worker and each shard to one worker."""
+        """Send the candidates to every worker and each shard's documents to one worker."""
         client = self.client
         workers = sorted(client.scheduler_info()["workers"])
         self.n_workers = max(1, len(workers))
-        self._candidates = client.scatter(candidates, broadcast=True)
+        if self.memory_map:
+            self._candidates = client.scatter(self._map(candidates), broadcast=True)
+        else:
+            self._candidates = client.scatter(candidates, broadcast=True)
         self._home = [workers[i % len(workers)] for i in range(len(shards))]
         self._shards = [client.scatter(shard, workers=[home]) for shard, home in zip(shards, self._home)]
-        self._states = [None] * len(shards)
+        self._forget()
+        self._token = uuid.uuid4().hex
+        self._started = [False] * len(shards)
+
+    def _map(self, candidates) -> MappedCandidates:
+        """Write the candidates' files once per candidates object (a later run or a recovery reuses them)."""
+        if self._mapped is None or self._mapped[0] is not candidates:
+            self._remove_mapped_files()
+            self._mapped_directory = Path(tempfile.mkdtemp(prefix="topicbench-candidates-"))
+            self._mapped = (candidates, MappedCandidates(candidates, self._mapped_directory))
+        return self._mapped[1]
 
     def run(self, function, *args, per_shard_args=None) -> list:
         client = self.client
-        results = []
+        summaries = []
         for i, (shard, home) in enumerate(zip(self._shards, self._home)):
             extra = per_shard_args[i] if per_shard_args is not None else ()
-            results.append(
+            summaries.append(
                 client.submit(
-                    _call_on_worker, function, self._candidates, shard, self._states[i], *args, *extra,
-                    workers=[home], allow_other_workers=True, pure=False,
+                    _call_on_worker, function, self._candidates, shard, (self._token, i, not self._started[i]),
+                    *args, *extra, workers=[home], allow_other_workers=False, pure=False,
                 )
             )
-        states = [client.submit(operator.itemgetter(0), r, workers=[h], allow_other_workers=True, pure=False) for r, h in zip(results, self._home)]
-        summaries = [client.submit(operator.itemgetter(1), r, pure=False) for r in results]
         gathered = client.gather(summaries)
-        self._states = states
+        self._started = [True] * len(self._shards)
         return gathered
 
+    def _forget(self) -> None:
+        """Drop the previous run's shard states on every worker."""
+        if self._token is not None:
+            try:
+                self.client.run(_forget_states, self._token)
+            except Exception as error:  # a worker that is gone has forgotten them anyway
+                logger.debug("could not drop shard states of run %s: %s", self._token, error)
+            self._token = None
+
+    def _remove_mapped_files(self) -> None:
+        if self._mapped_directory is not None:
+            try:
+                self.client.run(_unmap, str(self._mapped_directory))
+            except Exception as error:  # a worker that is gone holds no map
+                logger.debug("could not unmap %s on the workers: %s", self._mapped_directory, error)
+            # On POSIX a map still open somewhere keeps its pages until it closes.
+            shutil.rmtree(self._mapped_directory, ignore_errors=True)
+        self._mapped = self._mapped_directory = None
+
     def close(self) -> None:
-        self._states = []
+        if self.client.status == "running":
+            self._forget()
         self._shards = []
         self._candidates = None
+        self._remove_mapped_files()
         if self._own_client:
             self.client.close()
             if self._cluster is not None:

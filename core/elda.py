@@ -66,6 +66,14 @@ class DocumentArrays:
             counts=self.counts[lo:hi].copy(),
         )
 
+    def take(self, documents: np.ndarray) -> "DocumentArrays":
+        """The given documents, in the given order."""
+        lengths = np.diff(self.indptr)[documents]
+        indptr = np.zeros(len(documents) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=indptr[1:])
+        positions = np.repeat(self.indptr[documents] - indptr[:-1], lengths) + np.arange(indptr[-1])
+        return DocumentArrays(indptr=indptr, words=self.words[positions], counts=self.counts[positions])
+
     @classmethod
     def from_corpus(cls, corpus: Corpus) -> "DocumentArrays":
         doc_term = corpus.doc_term

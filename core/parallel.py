@@ -55,11 +55,15 @@ DEFAULT_EPSILON = 0.1
 DEFAULT_MAX_SEQUENCE = 32
 
 
+class ShardStateLost(RuntimeError):
+    """A shard's state is not where its executor kept it (its worker was lost): rebuild from the ledger."""
+
+
 @dataclass
 class Shard:
-    """The documents first .. first + n - 1 of the corpus, as the kernels read them."""
+    """Some of the corpus's documents (global ids ``documents``), as the kernels read them."""
 
-    first: int
+    documents: np.ndarray
     docs: DocumentArrays
 
 
@@ -139,7 +143,7 @@ def initialize_shard(candidates: Candidates, shard: Shard, state, top_size: int)
     state = _state_from_links(candidates, shard, local, topics, top_size)
     state.evaluations += docs.n_documents
     summary = RoundSummary(
-        documents=local + shard.first,
+        documents=shard.documents[local],
         topics=topics,
         gains=gains,
         prefix_gains=gains,
@@ -167,7 +171,7 @@ def threshold_shard(candidates: Candidates, shard: Shard, state: ShardState, thr
     _merge_links(state, local_docs, topics)
     state.evaluations += int(evaluations.sum())
     summary = RoundSummary(
-        documents=local_docs + shard.first,
+        documents=shard.documents[local_docs],
         topics=topics,
         gains=gains,
         prefix_gains=prefix[local_docs, positions],
@@ -224,12 +228,18 @@ class Borrowed:
 
 
 def split_shards(docs: DocumentArrays, n_shards: int) -> list[Shard]:
-    """Contiguous document ranges of about equal numbers of distinct words."""
-    n_docs = docs.n_documents
-    n_shards = max(1, min(n_shards, n_docs))
-    cuts = np.searchsorted(docs.indptr, np.linspace(0, docs.indptr[-1], n_shards + 1)[1:-1])
-    bounds = np.unique(np.concatenate([[0], np.clip(cuts, 1, n_docs - 1), [n_docs]]))
-    return [Shard(first=int(a), docs=docs.select(int(a), int(b))) for a, b in zip(bounds[:-1], bounds[1:])]
+    """Documents dealt round-robin into ``n_shards`` shards.
+
+    Corpora are often ordered (by class, source or date), so contiguous ranges can differ a lot in
+    work; dealing documents out spreads every round's active documents evenly. The result does not
+    depend on the split: each round's links are ordered by prefix gain, then document id.
+    """
+    n_shards = max(1, min(n_shards, docs.n_documents))
+    shards = []
+    for i in range(n_shards):
+        documents = np.arange(i, docs.n_documents, n_shards, dtype=np.int64)
+        shards.append(Shard(documents=documents, docs=docs.take(documents)))
+    return shards
 
 
 @dataclass
@@ -289,8 +299,11 @@ def parallel_elda(
     started = time.perf_counter()
     docs = DocumentArrays.from_corpus(corpus)
     shards = split_shards(docs, n_shards or getattr(executor, "n_workers", 1))
-    shard_of_doc = np.repeat(np.arange(len(shards)), [s.docs.n_documents for s in shards])
-    firsts = np.array([s.first for s in shards])
+    shard_of_doc = np.empty(n_docs, dtype=np.int64)
+    local_of_doc = np.empty(n_docs, dtype=np.int64)
+    for i, shard in enumerate(shards):
+        shard_of_doc[shard.documents] = i
+        local_of_doc[shard.documents] = np.arange(len(shard.documents))
     run = ParallelRun()
     ledger_docs, ledger_topics, ledger_gains = [], [], []
     null_f = NULL_TOPIC_LOG_SCORE * corpus.n_tokens
@@ -299,7 +312,7 @@ def parallel_elda(
         all_docs = np.concatenate(ledger_docs) if ledger_docs else np.zeros(0, dtype=np.int64)
         all_topics = np.concatenate(ledger_topics) if ledger_topics else np.zeros(0, dtype=np.int64)
         return [
-            (all_docs[shard_of_doc[all_docs] == i] - firsts[i], all_topics[shard_of_doc[all_docs] == i], max_sequence)
+            (local_of_doc[all_docs[shard_of_doc[all_docs] == i]], all_topics[shard_of_doc[all_docs] == i], max_sequence)
             for i in range(len(shards))
         ]
 
@@ -397,6 +410,8 @@ def _record(summaries, ledger_docs, ledger_topics, ledger_gains, run: ParallelRu
 
 def _is_recoverable(error: Exception) -> bool:
     """Lost workers, cancelled futures and closed connections; not errors raised by our code."""
+    if isinstance(error, ShardStateLost):
+        return True
     if isinstance(error, (InputError, numba.core.errors.NumbaError)):
         return False
     module = type(error).__module__ or ""

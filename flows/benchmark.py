@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from dataclasses import dataclass
@@ -10,8 +11,10 @@ from prefect import flow, get_run_logger
 from prefect.futures import as_completed
 from prefect.states import Failed
 
+from topicbench.baselines.registry import MODELS
 from topicbench.core.corpus import Corpus
 from topicbench.tasks.corpus import load_corpus
+from topicbench.tasks.embeddings import embed_documents
 from topicbench.tasks.fit import fit_model
 from topicbench.tasks.metrics import metric_context, score_model_output
 from topicbench.tasks.records import settings_key
@@ -49,6 +52,13 @@ class Job:
     def label(self) -> str:
         return f"{self.model.name}@{self.corpus.name} seed {self.seed}"
 
+    @property
+    def embedding_key(self):
+        """(corpus, embedding model) when the model reads document embeddings, else None."""
+        if not getattr(MODELS.get(self.model.model), "uses_document_embeddings", False):
+            return None
+        return (self.corpus.name, self.model.settings.get("embedding_model"))
+
     def record(self) -> dict:
         return run_record(self.corpus_data, self.model, self.seed, self.config)
 
@@ -69,12 +79,15 @@ def benchmark(config: BenchmarkConfig) -> dict:
         Job(spec, splits[spec.name][0], model, seed, config)
         for spec in config.corpora for model in config.models for seed in config.seeds
     ]
-    todo = [job for job in jobs if job.key not in finished]
+    # Largest corpora first: the costliest fits start early and the run does not end on one long
+    # fit while the other workers idle (the order of results does not matter).
+    todo = sorted((job for job in jobs if job.key not in finished), key=lambda job: -job.corpus_data.n_tokens)
     log.info("%d runs: %d already finished (skipped), %d to run", len(jobs), len(jobs) - len(todo), len(todo))
+    embeddings = _embed_documents_once(todo)
     futures = {
         fit_model.submit(
             job.corpus_data, job.model.model, job.model.num_topics, job.model.settings, job.seed,
-            splits[job.corpus.name][1],
+            splits[job.corpus.name][1], wait_for=embeddings.get(job.embedding_key, []),
         ): job
         for job in todo
     }
@@ -92,7 +105,8 @@ def benchmark(config: BenchmarkConfig) -> dict:
                 contexts[job.corpus.name] = metric_context(
                     job.corpus_data, config.metrics, config.top_n, splits[job.corpus.name][1]
                 )
-            scores, skipped = score_model_output(output, contexts[job.corpus.name], job.metrics, job.seed, heldout_theta)
+            with _scoring_threads(config):
+                scores, skipped = score_model_output(output, contexts[job.corpus.name], job.metrics, job.seed, heldout_theta)
         except Exception as error:  # a failed fit or scoring: record it, go on with the others
             log_failed_run(tracker, parent, job, error)
             failed.append(f"{job.label}: {type(error).__name__}: {error}")
@@ -110,6 +124,39 @@ def benchmark(config: BenchmarkConfig) -> dict:
     if failed:
         return Failed(message=f"{len(failed)} of {len(todo)} runs failed: " + "; ".join(failed), data=summary)
     return summary
+
+
+def _scoring_threads(config: BenchmarkConfig):
+    """Threads for scoring in the flow's process: one while local worker processes already use
+    every core (more would only oversubscribe them), else numba's and BLAS's defaults."""
+    import os
+
+    if config.scheduler or config.workers < (os.cpu_count() or 1):
+        return contextlib.nullcontext()
+    return _single_thread()
+
+
+@contextlib.contextmanager
+def _single_thread():
+    import numba
+    from threadpoolctl import threadpool_limits
+
+    previous = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        with threadpool_limits(limits=1):
+            yield
+    finally:
+        numba.set_num_threads(previous)
+
+
+def _embed_documents_once(jobs) -> dict:
+    """One embedding task per (corpus, embedding model) that some job reads, as wait_for lists."""
+    tasks = {}
+    for job in jobs:
+        if job.embedding_key is not None and job.embedding_key not in tasks:
+            tasks[job.embedding_key] = [embed_documents.submit(job.corpus_data, job.embedding_key[1])]
+    return tasks
 
 
 def _splits(corpus: Corpus):

@@ -18,7 +18,7 @@ def fit_model(
     """``MODELS.get(model)(**settings).fit(corpus, num_topics, seed)``, plus p(topic | document)
     of the ``heldout`` documents for models that can infer them. numba and BLAS threads are held
     to the Dask worker's thread count when it runs inside one. Fits never retry."""
-    with _worker_threads():
+    with worker_threads():
         estimator = MODELS.get(model)(**settings)
         output = estimator.fit(corpus, num_topics, seed)
         theta = None
@@ -27,7 +27,7 @@ def fit_model(
         return output, theta
 
 
-class _worker_threads:
+class worker_threads:
     """Inside a Dask worker, limit numba/BLAS/torch threads to the worker's threads."""
 
     def __enter__(self):

@@ -174,6 +174,76 @@ def test_a_worker_killed_mid_run_does_not_corrupt_the_result(dask_shards):
 
 
 @pytest.mark.slow
+def test_a_lost_shard_state_is_rebuilt_from_the_ledger(dask_shards):
+    """A worker that keeps its address but loses its memory (the states vanish between rounds)."""
+    from topicbench.core import distributed
+
+    corpus, candidates = instance(5, "raw_umass")
+    reference = parallel_elda(corpus, candidates, 3, n_shards=2, seed=1)
+    rounds = []
+
+    def forget_every_state_in_round_3(made, budget, log_posterior):
+        rounds.append(made)
+        if len(rounds) == 3:
+            dask_shards.client.run(distributed._forget_states, dask_shards._token)
+
+    solution = parallel_elda(
+        corpus, candidates, 3, n_shards=2, seed=1, executor=Borrowed(dask_shards),
+        on_progress=forget_every_state_in_round_3,
+    )
+    assert len(rounds) > 3
+    np.testing.assert_array_equal(solution.links, reference.links)
+    assert solution.stats["recovered_shards"] == 2
+
+
+@pytest.mark.slow
+def test_memory_mapped_and_scattered_candidates_give_the_same_result(dask_shards):
+    corpus, candidates = instance(6, "cooccurrence")
+    assert dask_shards.memory_map  # the local cluster started here shares one mapped copy
+    mapped = parallel_elda(corpus, candidates, 2, n_shards=3, seed=0, executor=Borrowed(dask_shards))
+    dask_shards.memory_map = False
+    try:
+        scattered = parallel_elda(corpus, candidates, 2, n_shards=3, seed=0, executor=Borrowed(dask_shards))
+    finally:
+        dask_shards.memory_map = True
+    np.testing.assert_array_equal(mapped.links, scattered.links)
+    assert mapped.log_posterior == scattered.log_posterior
+
+
+def test_mapped_candidates_round_trip_through_pickle(tmp_path):
+    import pickle
+
+    from topicbench.core.distributed import MappedCandidates
+
+    _, candidates = instance(7, "raw_umass")
+    handle = pickle.loads(pickle.dumps(MappedCandidates(candidates, tmp_path / "map")))
+    loaded = handle.load()
+    assert pickle.loads(pickle.dumps(handle)).load() is loaded  # one map per process, whatever copy of the handle
+    np.testing.assert_array_equal(loaded.to_dense(), candidates.to_dense())
+    for mine, theirs in zip(loaded.columns, candidates.columns):
+        np.testing.assert_array_equal(mine, theirs)
+    np.testing.assert_array_equal(loaded.constants_descending, candidates.constants_descending)
+    assert loaded.labels == candidates.labels
+    assert len(pickle.dumps(handle)) < 10_000  # a handle, not the arrays
+
+
+def test_round_robin_shards_hold_every_document_once():
+    from topicbench.core.elda import DocumentArrays
+    from topicbench.core.parallel import split_shards
+
+    corpus, _ = instance(8, "raw_umass")
+    docs = DocumentArrays.from_corpus(corpus)
+    shards = split_shards(docs, 3)
+    assert sorted(np.concatenate([s.documents for s in shards]).tolist()) == list(range(corpus.n_documents))
+    for shard in shards:
+        for local, document in enumerate(shard.documents):
+            span = slice(shard.docs.indptr[local], shard.docs.indptr[local + 1])
+            whole = slice(docs.indptr[document], docs.indptr[document + 1])
+            np.testing.assert_array_equal(shard.docs.words[span], docs.words[whole])
+            np.testing.assert_array_equal(shard.docs.counts[span], docs.counts[whole])
+
+
+@pytest.mark.slow
 def test_runs_on_an_existing_scheduler_by_address():
     from distributed import LocalCluster
 

@@ -172,3 +172,38 @@ def test_topics_shorter_than_the_largest_n_are_scored_on_the_ns_that_fit(tiny_oc
     assert "umass@5" in scores and "npmi@5" in scores and "umass@10" not in scores
     assert skipped["top_n 10"] == "short's shortest topic has 7 words"
     assert "assigns no topics to tokens" in skipped["log_likelihood_own"]
+
+
+def test_document_embeddings_are_computed_once_per_corpus_before_the_fits(tiny_octis, tmp_path, monkeypatch):
+    """Models that read document embeddings run concurrently; the flow embeds each corpus once, first."""
+    from topicbench.baselines import embeddings
+    from topicbench.baselines.gensim_lda import GensimLDA
+
+    events = []
+
+    def recording_embeddings(corpus, *, model_path=None, **_):
+        events.append(("embed", corpus.n_documents, model_path))
+
+    class EmbeddingReader(GensimLDA):
+        name = "embedding_reader"
+        defaults = {**GensimLDA.defaults, "embedding_model": None}
+        uses_document_embeddings = True
+
+        def _fit(self, corpus, num_topics, seed):
+            events.append(("fit", seed))
+            self.settings = {k: v for k, v in self.settings.items() if k != "embedding_model"}
+            return super()._fit(corpus, num_topics, seed)
+
+    monkeypatch.setattr(embeddings, "document_embeddings", recording_embeddings)
+    MODELS.register("embedding_reader", EmbeddingReader)
+    try:
+        reader = {"model": "embedding_reader", "num_topics": 3, "settings": {"passes": 1, "iterations": 10, "top_words": 10}}
+        config = make_config(tiny_octis, f"sqlite:///{tmp_path / 'mlflow.db'}", [ELDA, reader, {**reader, "label": "reader_b"}])
+        state = run_benchmark(config)
+    finally:
+        MODELS._entries.pop("embedding_reader", None)
+    assert state.is_completed(), state.message
+    embeds = [e for e in events if e[0] == "embed"]
+    assert len(embeds) == 1 and embeds[0][2] is None  # one corpus, one embedding model
+    assert events.index(embeds[0]) < min(i for i, e in enumerate(events) if e[0] == "fit")
+    assert sum(e[0] == "fit" for e in events) == 4  # 2 labels x 2 seeds
