@@ -8,7 +8,6 @@ import time
 from dataclasses import dataclass
 
 from prefect import flow, get_run_logger
-from prefect.futures import as_completed
 from prefect.states import Failed
 
 from topicbench.baselines.registry import MODELS
@@ -94,8 +93,7 @@ def benchmark(config: BenchmarkConfig) -> dict:
     contexts = {}
     failed, logged = [], []
     started = time.perf_counter()
-    for done, future in enumerate(as_completed(list(futures)), start=1):
-        job = futures[future]
+    for done, (future, job) in enumerate(finished_one_by_one(futures), start=1):
         result = future.result(raise_on_failure=False)
         try:
             if isinstance(result, BaseException):
@@ -124,6 +122,26 @@ def benchmark(config: BenchmarkConfig) -> dict:
     if failed:
         return Failed(message=f"{len(failed)} of {len(todo)} runs failed: " + "; ".join(failed), data=summary)
     return summary
+
+
+def finished_one_by_one(futures: dict, poll_seconds: float = 0.5):
+    """Yield (future, value) from ``futures`` (a dict future -> value) as each future finishes,
+    removing it from the dict first.
+
+    The caller's reference is then the only one left, so a fit's output (in this process and on
+    the Dask worker that made it) is freed once it has been scored and logged. Prefect's
+    ``as_completed`` keeps every future, hence every output, until the last one finishes: on the
+    paper's corpora that ran this process out of memory.
+    """
+    handover = []  # emptied by each yield: this frame holds no finished future while suspended
+    while futures:
+        ready = next((future for future in futures if future.wrapped_future.done()), None)
+        if ready is None:
+            time.sleep(poll_seconds)
+            continue
+        handover.append((ready, futures.pop(ready)))
+        ready = None
+        yield handover.pop()
 
 
 def _scoring_threads(config: BenchmarkConfig):

@@ -44,6 +44,18 @@ class TrackingError(RuntimeError):
     """The tracking store cannot be used (unreachable server, unwritable database)."""
 
 
+def local_artifact_location(tracking_uri: str, experiment: str) -> str | None:
+    """For a sqlite file store, artifacts beside the database (``<db folder>/mlartifacts/<experiment>``)
+    rather than MLflow's default ``./mlruns`` under whatever folder the command ran in; for any
+    other store, None (the server's or MLflow's default)."""
+    parsed = urlparse(tracking_uri)
+    if parsed.scheme != "sqlite" or not tracking_uri.startswith("sqlite:///") or ":memory:" in tracking_uri:
+        return None
+    database = Path(tracking_uri[len("sqlite:///"):])
+    folder = database.resolve().parent / "mlartifacts" / re.sub(r"[^A-Za-z0-9._-]+", "_", experiment)
+    return folder.as_uri()
+
+
 def check_tracking_uri(uri: str, timeout: float = 5.0) -> None:
     """Fail early, before any work, if the tracking store cannot be reached."""
     parsed = urlparse(uri)
@@ -76,7 +88,9 @@ class Tracker:
         self.tracking_uri = tracking_uri
         self.client = MlflowClient(tracking_uri)
         found = self.client.get_experiment_by_name(experiment)
-        self.experiment_id = found.experiment_id if found else self.client.create_experiment(experiment)
+        self.experiment_id = found.experiment_id if found else self.client.create_experiment(
+            experiment, artifact_location=local_artifact_location(tracking_uri, experiment)
+        )
         self.experiment = experiment
 
     # -- parent -------------------------------------------------------------------------------

@@ -74,16 +74,18 @@ def embedding_coherence(topics, vectors, vocabulary, top_n=COHERENCE_TOP_N, *, k
     topic_vectors = unit[resolved.word_ids]  # (n_topics, max_n, dim)
     per_topic = {}
     with np.errstate(invalid="ignore", divide="ignore"):
-        for n in resolved.top_n:
-            head = topic_vectors[:, :n]
-            if kind == "pairwise":
-                similarities = np.einsum("kid,kjd->kij", head, head)
+        if kind == "pairwise":
+            # One batched BLAS product at the largest N; each N reads its top-left block.
+            gram = np.matmul(topic_vectors, topic_vectors.transpose(0, 2, 1))  # (n_topics, max_n, max_n)
+            for n in resolved.top_n:
                 upper = np.triu_indices(n, k=1)
-                per_topic[n] = similarities[:, upper[0], upper[1]].mean(axis=1)
-            else:
+                per_topic[n] = gram[:, upper[0], upper[1]].mean(axis=1)
+        else:
+            for n in resolved.top_n:
+                head = topic_vectors[:, :n]
                 centroid = head.mean(axis=1)
                 centroid_norm = np.linalg.norm(centroid, axis=1)
-                per_topic[n] = np.einsum("kid,kd->k", head, centroid) / n / centroid_norm
+                per_topic[n] = np.matmul(head, centroid[:, :, None])[:, :, 0].sum(axis=1) / n / centroid_norm
     return TopicScores(
         metric=f"embedding_{kind}",
         top_n=resolved.top_n,

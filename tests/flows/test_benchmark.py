@@ -83,6 +83,8 @@ def test_flow_end_to_end_with_resume(tiny_octis, tmp_path):
     # artifacts: topics, the output's matrices, token assignments
     artifacts = {a.path for a in client.list_artifacts(elda.info.run_id)}
     assert {"topics.json", "topics.csv", "output"} <= artifacts
+    # beside the database, not in ./mlruns of whatever folder the flow ran in
+    assert (tmp_path / "mlartifacts" / "tiny" / elda.info.run_id / "artifacts" / "topics.json").is_file()
     topics = json.loads(Path(client.download_artifacts(elda.info.run_id, "topics.json")).read_text())
     assert topics and all(t["words"] for t in topics)
     # the corpus as an MLflow input with our fingerprint as its digest
@@ -207,3 +209,41 @@ def test_document_embeddings_are_computed_once_per_corpus_before_the_fits(tiny_o
     assert len(embeds) == 1 and embeds[0][2] is None  # one corpus, one embedding model
     assert events.index(embeds[0]) < min(i for i, e in enumerate(events) if e[0] == "fit")
     assert sum(e[0] == "fit" for e in events) == 4  # 2 labels x 2 seeds
+
+
+def test_artifacts_of_a_sqlite_store_live_beside_the_database(tmp_path):
+    from topicbench.tasks.tracking import local_artifact_location
+
+    location = local_artifact_location(f"sqlite:///{tmp_path / 'store' / 'mlflow.db'}", "paper run")
+    assert location == (tmp_path / "store" / "mlartifacts" / "paper_run").resolve().as_uri()
+    assert local_artifact_location("http://127.0.0.1:5000", "paper") is None  # the server decides
+    assert local_artifact_location("sqlite:///:memory:", "paper") is None
+
+
+def test_finished_futures_are_handed_over_one_by_one_and_forgotten():
+    """The flow keeps no reference to a fit once it is yielded, so its output can be freed."""
+    import concurrent.futures
+    import gc
+    import weakref
+
+    from topicbench.flows.benchmark import finished_one_by_one
+
+    class Output:  # stands in for a large model output
+        pass
+
+    class FakePrefectFuture:
+        def __init__(self):
+            self.wrapped_future = concurrent.futures.Future()
+
+    first, second = FakePrefectFuture(), FakePrefectFuture()
+    futures = {first: "first job", second: "second job"}
+    second.wrapped_future.set_result(Output())
+    watched = weakref.ref(second.wrapped_future.result())
+    order = finished_one_by_one(futures, poll_seconds=0.01)
+    future, job = next(order)
+    assert (future, job) == (second, "second job") and list(futures) == [first]  # finished first, handed over
+    del future, second
+    gc.collect()
+    assert watched() is None  # nothing in the flow's bookkeeping keeps the output alive
+    first.wrapped_future.set_result(Output())
+    assert next(order)[1] == "first job" and futures == {}

@@ -59,3 +59,23 @@ def test_real_sentence_transformer_vectors_rank_a_coherent_topic_higher(tmp_path
         scores = embedding_coherence([coherent, mixed], vectors, vocabulary, top_n=5, kind=kind)
         assert scores.per_topic[5][0] > scores.per_topic[5][1] + 0.1, kind
         assert np.all(np.abs(scores.per_topic[5]) <= 1 + 1e-9)
+
+
+def test_every_n_of_the_grid_matches_a_direct_computation():
+    """The pairwise scores come from one Gram matrix at the largest N; check each N directly."""
+    rng = np.random.default_rng(3)
+    vocabulary = [f"w{i}" for i in range(40)]
+    vectors = rng.normal(size=(40, 7))
+    topics = [list(rng.permutation(vocabulary)[:12]) for _ in range(6)]
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    index = {w: i for i, w in enumerate(vocabulary)}
+    grid = (2, 5, 12)
+    pairwise = embedding_coherence(topics, vectors, vocabulary, top_n=grid)
+    centroid = embedding_coherence(topics, vectors, vocabulary, top_n=grid, kind="centroid")
+    for t, topic in enumerate(topics):
+        for n in grid:
+            u = unit[[index[w] for w in topic[:n]]]
+            pairs = [u[i] @ u[j] for i in range(n) for j in range(i + 1, n)]
+            assert pairwise.per_topic[n][t] == pytest.approx(np.mean(pairs), abs=1e-12)
+            c = u.mean(axis=0)
+            assert centroid.per_topic[n][t] == pytest.approx(np.mean(u @ c) / np.linalg.norm(c), abs=1e-12)
