@@ -18,7 +18,7 @@ from contextlib import contextmanager
 import numpy as np
 import scipy.sparse as sp
 
-from .base import import_optional
+from .base import import_optional, normalize_rows, top_words_of
 
 logger = logging.getLogger(__name__)
 
@@ -224,3 +224,30 @@ def infer_theta(network, doc_term: sp.csr_matrix, embeddings, *, batch_size: int
             parts.append(network.theta(bow, None if embeddings is None else embeddings[rows]).double().numpy())
     theta = np.vstack(parts)
     return theta / theta.sum(axis=1, keepdims=True)
+
+
+def fit_and_output(model, network, optimizer, corpus, embeddings, settings: dict, seed: int, resolved: dict):
+    """Train a variational network (:func:`train_variational`), then read its document
+    proportions and row-normalised topic-word matrix into the shared output; ``resolved`` adds
+    the model's resolved settings (``num_topics_`` and the like)."""
+    import torch
+
+    from topicbench.core.output import TopicModelOutput
+
+    trace = train_variational(
+        network, corpus.doc_term, embeddings, epochs=int(settings["epochs"]),
+        batch_size=int(settings["batch_size"]), optimizer=optimizer, seed=seed, model=model,
+    )
+    theta = infer_theta(network, corpus.doc_term, embeddings)
+    with torch.no_grad():
+        topic_word = normalize_rows(network.topic_word().double().numpy())
+    return TopicModelOutput(
+        model=model,
+        vocabulary=tuple(corpus.vocabulary),
+        topics=top_words_of(topic_word, corpus.vocabulary, int(settings["top_words"])),
+        topic_word_matrix=topic_word,
+        topic_document_matrix=theta.T.copy(),
+        settings={**settings, **resolved},
+        seed=seed,
+        extra={"loss_per_document": trace},
+    )

@@ -18,7 +18,6 @@ Contextualized Topic Models with Zero-shot Learning", EACL 2021 (ZeroShotTM).
 
 from __future__ import annotations
 
-from topicbench.core.config import OUTPUT_TOP_WORDS
 from topicbench.core.corpus import Corpus
 
 from .base import require_choice
@@ -41,17 +40,10 @@ class CTM(ProdLDA):
 
     name = "ctm"
     defaults = {
+        **ProdLDA.defaults,
         "variant": "combined",
         "embedding_model": None,
-        "epochs": 100,
-        "batch_size": 64,
-        "learning_rate": 0.002,
-        "momentum": 0.99,
-        "hidden_sizes": (100, 100),
-        "dropout": 0.2,
-        "prior_alpha": 1.0,
-        "threads": 1,
-        "top_words": OUTPUT_TOP_WORDS,
+        "batch_size": 64,  # CTM's package default (AVITM's is 200)
     }
     learn_priors = True
     uses_document_embeddings = True

@@ -56,22 +56,28 @@ def embed_texts(texts, *, model_path: str | None = None, batch_size: int = 64) -
     )
 
 
-def word_vectors(vocabulary, *, model_path: str | None = None, cache_dir: Path | None = CACHE_DIR) -> np.ndarray:
-    """Unit-normalised embedding of each vocabulary word, cached per (model, vocabulary)."""
-    vocabulary = list(vocabulary)
-    path = model_path or default_model_path()
-    key = hashlib.sha256(("\n".join(vocabulary) + "\0" + str(path)).encode()).hexdigest()[:24]
-    cached = Path(cache_dir) / f"word_vectors_{key}.npy" if cache_dir is not None else None
-    if cached is not None and cached.is_file():
+def _embed_or_load(texts, model_path, cached: Path | None, what: str, *, refresh: bool = False) -> np.ndarray:
+    """The embeddings of ``texts`` from the ``cached`` .npy file, or embedded and written there
+    (through a temporary file, so a reader never sees half of it)."""
+    if cached is not None and cached.is_file() and not refresh:
         return np.load(cached)
-    logger.info("embedding %d words with %s", len(vocabulary), path)
-    vectors = embed_texts(vocabulary, model_path=path)
+    logger.info("embedding %d %s with %s", len(texts), what, model_path)
+    vectors = embed_texts(texts, model_path=model_path)
     if cached is not None:
         cached.parent.mkdir(parents=True, exist_ok=True)
         tmp = cached.with_suffix(".tmp.npy")
         np.save(tmp, vectors)
         tmp.replace(cached)
     return vectors
+
+
+def word_vectors(vocabulary, *, model_path: str | None = None, cache_dir: Path | None = CACHE_DIR) -> np.ndarray:
+    """Unit-normalised embedding of each vocabulary word, cached per (model, vocabulary)."""
+    vocabulary = list(vocabulary)
+    path = model_path or default_model_path()
+    key = hashlib.sha256(("\n".join(vocabulary) + "\0" + str(path)).encode()).hexdigest()[:24]
+    cached = Path(cache_dir) / f"word_vectors_{key}.npy" if cache_dir is not None else None
+    return _embed_or_load(vocabulary, path, cached, "words")
 
 
 #: Document embeddings computed in this process, by cache key (tests and benchmarks embed the same
@@ -107,16 +113,7 @@ def document_embeddings(
     if key in _DOCUMENT_EMBEDDINGS and not refresh:
         return _DOCUMENT_EMBEDDINGS[key]
     cached = Path(cache_dir) / f"document_embeddings_{key}.npy" if cache_dir is not None else None
-    if cached is not None and cached.is_file() and not refresh:
-        vectors = np.load(cached)
-    else:
-        logger.info("embedding %d documents with %s", len(texts), path)
-        vectors = embed_texts(texts, model_path=path)
-        if cached is not None:
-            cached.parent.mkdir(parents=True, exist_ok=True)
-            tmp = cached.with_suffix(".tmp.npy")
-            np.save(tmp, vectors)
-            tmp.replace(cached)
+    vectors = _embed_or_load(texts, path, cached, "documents", refresh=refresh)
     _DOCUMENT_EMBEDDINGS.pop(key, None)
     _DOCUMENT_EMBEDDINGS[key] = vectors
     while len(_DOCUMENT_EMBEDDINGS) > DOCUMENT_EMBEDDINGS_IN_MEMORY:

@@ -27,7 +27,7 @@ from topicbench.core.output import TopicModelOutput
 from topicbench.core.validation import InputError
 
 from . import _neural
-from .base import TopicModel, normalize_rows, require_choice, require_integers, require_positive, top_words_of
+from .base import TopicModel, require_choice, require_integers, require_positive
 
 #: Added inside log p(w | d) (the authors' constant).
 ETM_LOG_EPSILON = 1e-6
@@ -116,29 +116,16 @@ class ETM(TopicModel):
             optimizer = torch.optim.Adam(
                 network.parameters(), lr=float(settings["learning_rate"]), weight_decay=float(settings["weight_decay"])
             )
-            trace = _neural.train_variational(
-                network, corpus.doc_term, None, epochs=int(settings["epochs"]),
-                batch_size=int(settings["batch_size"]), optimizer=optimizer, seed=seed, model=self.name,
+            output = _neural.fit_and_output(
+                self.name, network, optimizer, corpus, None, settings, seed,
+                {
+                    "num_topics_": num_topics,
+                    "embedding_size_": int(network.word_embeddings.shape[1]),
+                    "trains_word_embeddings_": fixed_vectors is None,
+                },
             )
-            theta = _neural.infer_theta(network, corpus.doc_term, None)
-            with torch.no_grad():
-                topic_word = normalize_rows(network.topic_word().double().numpy())
         self.network_ = network
-        return TopicModelOutput(
-            model=self.name,
-            vocabulary=tuple(corpus.vocabulary),
-            topics=top_words_of(topic_word, corpus.vocabulary, int(settings["top_words"])),
-            topic_word_matrix=topic_word,
-            topic_document_matrix=theta.T.copy(),
-            settings={
-                **settings,
-                "num_topics_": num_topics,
-                "embedding_size_": int(network.word_embeddings.shape[1]),
-                "trains_word_embeddings_": fixed_vectors is None,
-            },
-            seed=seed,
-            extra={"loss_per_document": trace},
-        )
+        return output
 
     def _transform(self, corpus: Corpus) -> np.ndarray:
         with _neural.seeded(0, self.settings["threads"]):

@@ -20,7 +20,7 @@ from topicbench.core.output import TopicModelOutput
 from topicbench.core.validation import InputError
 
 from . import _neural
-from .base import TopicModel, normalize_rows, require_integers, require_positive, top_words_of
+from .base import TopicModel, require_integers, require_positive
 
 
 class ProdLDA(TopicModel):
@@ -103,24 +103,12 @@ class ProdLDA(TopicModel):
             optimizer = torch.optim.Adam(
                 network.parameters(), lr=float(settings["learning_rate"]), betas=(float(settings["momentum"]), self.adam_second_moment_decay)
             )
-            trace = _neural.train_variational(
-                network, corpus.doc_term, embeddings, epochs=int(settings["epochs"]),
-                batch_size=int(settings["batch_size"]), optimizer=optimizer, seed=seed, model=self.name,
+            output = _neural.fit_and_output(
+                self.name, network, optimizer, corpus, embeddings, settings, seed,
+                {"num_topics_": num_topics, **self._resolved(network, embeddings)},
             )
-            theta = _neural.infer_theta(network, corpus.doc_term, embeddings)
-            with torch.no_grad():
-                topic_word = normalize_rows(network.topic_word().double().numpy())
         self.network_ = network
-        return TopicModelOutput(
-            model=self.name,
-            vocabulary=tuple(corpus.vocabulary),
-            topics=top_words_of(topic_word, corpus.vocabulary, int(settings["top_words"])),
-            topic_word_matrix=topic_word,
-            topic_document_matrix=theta.T.copy(),
-            settings={**settings, "num_topics_": num_topics, **self._resolved(network, embeddings)},
-            seed=seed,
-            extra={"loss_per_document": trace},
-        )
+        return output
 
     def _resolved(self, network, embeddings) -> dict:
         return {"encoder_inputs_": self.encoder_inputs}

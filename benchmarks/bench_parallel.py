@@ -104,8 +104,8 @@ def _peak_resident_gib() -> float:
 
 
 def _memory_shares():
-    """(unique, proportional) resident memory of this process in GiB: pages mapped by several
-    workers (the memory-mapped candidates) count once in USS-less-shared, split in PSS."""
+    """(USS, PSS) of this process in GiB: USS leaves out pages that other processes also map (the
+    shared candidate map); PSS counts each shared page divided by the number of its mappers."""
     import psutil
 
     info = psutil.Process().memory_full_info()

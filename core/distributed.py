@@ -104,16 +104,16 @@ def _call_on_worker(function, candidates, shard, key, *args):
     from threadpoolctl import threadpool_limits
 
     token, index, fresh = key
+    worker = get_worker()
+    if not fresh and (token, index) not in _SHARD_STATES:
+        raise ShardStateLost(f"the state of shard {index} is not on worker {worker.address}")
     if isinstance(candidates, MappedCandidates):
         candidates = candidates.load()
-    if not fresh and key[:2] not in _SHARD_STATES:
-        raise ShardStateLost(f"the state of shard {index} is not on worker {get_worker().address}")
-    worker = get_worker()
     threads = getattr(getattr(worker, "state", worker), "nthreads", 1) or 1
     numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
     with threadpool_limits(limits=threads):
-        state, summary = function(candidates, shard, _SHARD_STATES.get(key[:2]), *args)
-    _SHARD_STATES[key[:2]] = state
+        state, summary = function(candidates, shard, _SHARD_STATES.get((token, index)), *args)
+    _SHARD_STATES[token, index] = state
     return summary
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import time
 from dataclasses import dataclass
 
@@ -14,7 +15,7 @@ from topicbench.baselines.registry import MODELS
 from topicbench.core.corpus import Corpus
 from topicbench.tasks.corpus import load_corpus
 from topicbench.tasks.embeddings import embed_documents
-from topicbench.tasks.fit import fit_model
+from topicbench.tasks.fit import fit_model, thread_limit
 from topicbench.tasks.metrics import metric_context, score_model_output
 from topicbench.tasks.records import settings_key
 from topicbench.tasks.tracking import Tracker, check_tracking_uri, log_failed_run, log_model_run, run_record
@@ -147,25 +148,9 @@ def finished_one_by_one(futures: dict, poll_seconds: float = 0.5):
 def _scoring_threads(config: BenchmarkConfig):
     """Threads for scoring in the flow's process: one while local worker processes already use
     every core (more would only oversubscribe them), else numba's and BLAS's defaults."""
-    import os
-
     if config.scheduler or config.workers < (os.cpu_count() or 1):
         return contextlib.nullcontext()
-    return _single_thread()
-
-
-@contextlib.contextmanager
-def _single_thread():
-    import numba
-    from threadpoolctl import threadpool_limits
-
-    previous = numba.get_num_threads()
-    numba.set_num_threads(1)
-    try:
-        with threadpool_limits(limits=1):
-            yield
-    finally:
-        numba.set_num_threads(previous)
+    return thread_limit(1)
 
 
 def _embed_documents_once(jobs) -> dict:

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from prefect import flow
-
 from topicbench.baselines.gibbs_lda import PAPER_SETTINGS
 
 from .benchmark import run_benchmark

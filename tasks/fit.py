@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 from prefect import task
 from prefect.cache_policies import NONE
@@ -27,25 +29,30 @@ def fit_model(
         return output, theta
 
 
-class worker_threads:
-    """Inside a Dask worker, limit numba/BLAS/torch threads to the worker's threads."""
+@contextlib.contextmanager
+def thread_limit(threads: int):
+    """numba's and the BLAS/OpenMP pools' (torch's included) threads held to ``threads`` in the block."""
+    import numba
+    from threadpoolctl import threadpool_limits
 
-    def __enter__(self):
-        self._limits = None
-        try:
-            from distributed import get_worker
+    previous = numba.get_num_threads()
+    numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
+    try:
+        with threadpool_limits(limits=threads):
+            yield
+    finally:
+        numba.set_num_threads(previous)
 
-            worker = get_worker()
-        except (ImportError, ValueError):
-            return self
-        import numba
-        from threadpoolctl import threadpool_limits
 
-        threads = getattr(getattr(worker, "state", worker), "nthreads", 1) or 1
-        numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
-        self._limits = threadpool_limits(limits=threads)
-        return self
+@contextlib.contextmanager
+def worker_threads():
+    """Inside a Dask worker, :func:`thread_limit` to the worker's threads; elsewhere nothing."""
+    try:
+        from distributed import get_worker
 
-    def __exit__(self, *exc):
-        if self._limits is not None:
-            self._limits.unregister()
+        worker = get_worker()
+    except (ImportError, ValueError):
+        yield
+        return
+    with thread_limit(getattr(getattr(worker, "state", worker), "nthreads", 1) or 1):
+        yield

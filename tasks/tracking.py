@@ -20,7 +20,6 @@ import numpy as np
 from prefect import task
 from prefect.cache_policies import NONE
 
-from topicbench.core.validation import InputError
 
 from .records import git_commit, package_versions
 
