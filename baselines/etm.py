@@ -95,7 +95,7 @@ class ETM(TopicModel):
             raise InputError(f"{self.name}: weight_decay must be >= 0 and dropout in [0, 1)")
 
     def _fit(self, corpus: Corpus, num_topics: int | None, seed: int) -> TopicModelOutput:
-        torch = _neural.load_torch(self.name)
+        _neural.load_torch(self.name)
         num_topics = self._require_num_topics(num_topics)
         settings = self.settings
         fixed_vectors = None
@@ -113,7 +113,7 @@ class ETM(TopicModel):
                 activation=settings["activation"],
                 dropout=float(settings["dropout"]),
             )
-            optimizer = torch.optim.Adam(
+            optimizer = _neural.adam(
                 network.parameters(), lr=float(settings["learning_rate"]), weight_decay=float(settings["weight_decay"])
             )
             output = _neural.fit_and_output(
@@ -150,8 +150,10 @@ def _build_network(*, vocabulary_size, num_topics, embedding_size, fixed_vectors
             else:
                 self.register_buffer("word_embeddings", torch.as_tensor(np.asarray(fixed_vectors), dtype=torch.float32))
             self.topic_embeddings = nn.Linear(embedding_size, num_topics, bias=False)
+            # the first layer reads only the bag of words' stored entries (see _neural.BagOfWords)
+            self.bow_layer = _neural.build_sparse_linear(vocabulary_size, hidden_size)
             self.encoder = nn.Sequential(
-                nn.Linear(vocabulary_size, hidden_size), activations[activation](),
+                activations[activation](),
                 nn.Linear(hidden_size, hidden_size), activations[activation](),
                 nn.Dropout(dropout),
             )
@@ -163,8 +165,8 @@ def _build_network(*, vocabulary_size, num_topics, embedding_size, fixed_vectors
             return functional.softmax(self.topic_embeddings(self.word_embeddings), dim=0).T
 
         def encode(self, bow):
-            normalised = bow / bow.sum(dim=1, keepdim=True).clamp_min(1.0)
-            hidden = self.encoder(normalised)
+            # the encoder reads the normalised bag of words, counts / document length
+            hidden = self.encoder(self.bow_layer(bow, scale=1.0 / bow.lengths.clamp_min(1.0)))
             return self.mean(hidden), self.log_variance(hidden)
 
         def theta(self, bow, embedding):
@@ -176,8 +178,9 @@ def _build_network(*, vocabulary_size, num_topics, embedding_size, fixed_vectors
             mean, log_variance = self.encode(bow)
             delta = mean + (0.5 * log_variance).exp() * torch.randn_like(mean)
             theta = functional.softmax(delta, dim=1)
-            word_probabilities = theta @ self.topic_word()
-            reconstruction = -(bow * (word_probabilities + ETM_LOG_EPSILON).log()).sum(dim=1)
+            # p(w | d) = θ_d · β_w, needed only at the document's own words
+            at_entries = (theta[bow.documents] * self.topic_word()[:, bow.words].T).sum(dim=1)
+            reconstruction = -bow.weighted_log_sum(at_entries, ETM_LOG_EPSILON)
             kl = -0.5 * (1 + log_variance - mean**2 - log_variance.exp()).sum(dim=1)
             return (reconstruction + kl).sum()
 

@@ -112,7 +112,7 @@ class FASTopic(TopicModel):
         with _neural.seeded(seed, settings["threads"]):
             network = _build_network(torch, num_topics, corpus.n_words, embeddings.shape[1], settings)
             document_vectors = torch.as_tensor(embeddings, dtype=torch.float32)
-            optimizer = torch.optim.Adam(network.parameters(), lr=float(settings["learning_rate"]))
+            optimizer = _neural.adam(network.parameters(), lr=float(settings["learning_rate"]))
             trace = []
             epochs = int(settings["epochs"])
             for epoch in range(1, epochs + 1):

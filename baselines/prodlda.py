@@ -85,7 +85,7 @@ class ProdLDA(TopicModel):
         return None
 
     def _fit(self, corpus: Corpus, num_topics: int | None, seed: int) -> TopicModelOutput:
-        torch = _neural.load_torch(self.name)
+        _neural.load_torch(self.name)
         num_topics = self._require_num_topics(num_topics)
         settings = self.settings
         embeddings = self._embeddings(corpus)
@@ -100,7 +100,7 @@ class ProdLDA(TopicModel):
                 learn_priors=self.learn_priors,
                 prior_alpha=float(settings["prior_alpha"]),
             )
-            optimizer = torch.optim.Adam(
+            optimizer = _neural.adam(
                 network.parameters(), lr=float(settings["learning_rate"]), betas=(float(settings["momentum"]), self.adam_second_moment_decay)
             )
             output = _neural.fit_and_output(

@@ -20,7 +20,70 @@ def test_prodlda_prior_is_the_laplace_approximation_of_a_symmetric_dirichlet():
     assert not isinstance(network.prior_variance, torch.nn.Parameter)
     learned = _neural.build_prodlda_network(vocabulary_size=7, num_topics=4, embedding_size=3, inputs="combined", learn_priors=True)
     assert isinstance(learned.prior_variance, torch.nn.Parameter)
-    assert learned.adapt_embedding.in_features == 3 and learned.hidden[0].in_features == 14
+    # CombinedTM's first layer reads [bag of words, adapted embedding]: one block of V = 7 each,
+    # initialised as one layer of 14 inputs
+    assert learned.adapt_embedding.in_features == 3 and learned.adapt_embedding.out_features == 7
+    assert learned.bow_layer.in_features == 7 and learned.embedding_layer.in_features == 7
+    assert float(learned.bow_layer.weight.abs().max()) <= 14**-0.5
+    assert float(learned.embedding_layer.weight.abs().max()) <= 14**-0.5
+
+
+def _count_rows():
+    import scipy.sparse as sp
+
+    counts = sp.random(6, 9, density=0.4, format="csr", random_state=1)
+    counts.data = np.ceil(counts.data * 5)
+    rows = [4, 0, 2, 5]
+    return counts, rows, torch.from_numpy(counts[rows].toarray().astype(np.float32))
+
+
+def test_sparse_bag_of_words_layer_equals_the_dense_product():
+    counts, rows, dense = _count_rows()
+    bag = _neural.BagOfWords(counts, rows)
+    layer = _neural.build_sparse_linear(9, 3)
+    torch.testing.assert_close(layer(bag), dense @ layer.weight + layer.bias)
+    scale = torch.tensor([0.5, 1.0, 2.0, 3.0])
+    torch.testing.assert_close(layer(bag, scale), (dense * scale[:, None]) @ layer.weight + layer.bias)
+    torch.testing.assert_close(bag.lengths, dense.sum(dim=1))
+    # gradients reach the weight rows of the batch's words only
+    layer(bag).sum().backward()
+    unused = np.flatnonzero(dense.sum(dim=0).numpy() == 0)
+    assert torch.all(layer.weight.grad[unused] == 0) and torch.any(layer.weight.grad != 0)
+
+
+def test_reconstruction_at_stored_entries_equals_the_dense_sum():
+    counts, rows, dense = _count_rows()
+    bag = _neural.BagOfWords(counts, rows)
+    probabilities = torch.softmax(torch.randn(4, 9, generator=torch.Generator().manual_seed(0)), dim=1)
+    expected = (dense * (probabilities + 1e-10).log()).sum(dim=1)
+    torch.testing.assert_close(bag.weighted_log_sum(probabilities[bag.documents, bag.words], 1e-10), expected)
+
+
+def test_etm_and_prodlda_losses_match_their_dense_formulas():
+    from topicbench.baselines.etm import ETM_LOG_EPSILON, _build_network
+
+    counts, rows, dense = _count_rows()
+    bag = _neural.BagOfWords(counts, rows)
+    etm = _build_network(vocabulary_size=9, num_topics=3, embedding_size=5, fixed_vectors=None,
+                         hidden_size=4, activation="relu", dropout=0.0)
+    normalised = dense / dense.sum(dim=1, keepdim=True)
+    hidden = etm.encoder(normalised @ etm.bow_layer.weight + etm.bow_layer.bias)
+    torch.testing.assert_close(etm.theta(bag, None), torch.softmax(etm.mean(hidden), dim=1))
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(3)
+        loss = etm.loss(bag, None)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(3)
+        mean, log_variance = etm.mean(hidden), etm.log_variance(hidden)
+        theta = torch.softmax(mean + (0.5 * log_variance).exp() * torch.randn_like(mean), dim=1)
+        reconstruction = -(dense * (theta @ etm.topic_word() + ETM_LOG_EPSILON).log()).sum(dim=1)
+        kl = -0.5 * (1 + log_variance - mean**2 - log_variance.exp()).sum(dim=1)
+    torch.testing.assert_close(loss, (reconstruction + kl).sum())
+    prodlda = _neural.build_prodlda_network(vocabulary_size=9, num_topics=3, embedding_size=0, inputs="bow", dropout=0.0)
+    prodlda.eval()
+    first = dense @ prodlda.bow_layer.weight + prodlda.bow_layer.bias
+    mean = prodlda.mean_norm(prodlda.mean(prodlda.hidden(first)))
+    torch.testing.assert_close(prodlda.theta(bag, None), torch.softmax(mean, dim=1))
 
 
 def test_seeded_restores_the_callers_rng_and_threads():
