@@ -9,6 +9,7 @@ import html
 import io
 import json
 import logging
+import warnings
 from itertools import combinations
 from pathlib import Path
 
@@ -191,10 +192,13 @@ def coherence_plot(frame: pd.DataFrame, corpus: str) -> bytes | None:
             values = group[columns].to_numpy(dtype=float)
             if np.isnan(values).all():
                 continue
-            mean = np.nanmean(values, axis=0)
+            with warnings.catch_warnings():
+                # an N a model was not scored at (e.g. BERTopic's short topics) is all NaN: a gap
+                warnings.simplefilter("ignore", RuntimeWarning)
+                mean = np.nanmean(values, axis=0)
+                sd = np.nanstd(values, axis=0, ddof=1) if len(group) > 1 else None
             axis.plot(ns, mean, marker="o", label=model)
-            if len(group) > 1:
-                sd = np.nanstd(values, axis=0, ddof=1)
+            if sd is not None:
                 axis.fill_between(ns, mean - sd, mean + sd, alpha=0.15)
         axis.set_title(title)
         axis.set_xlabel("top-N words")

@@ -1,0 +1,64 @@
+"""The paper's experiment configs and their comparison tables against the paper's figures."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from topicbench.core.validation import InputError
+from topicbench.flows.paper import (
+    PAPER_SET1, PAPER_SET2_UMASS5_RATIO, paper_config, set1_against_paper, set2_against_paper,
+)
+
+
+def _runs(rows):
+    return pd.DataFrame([{"status": "FINISHED", **row} for row in rows])
+
+
+def test_paper_config_fits_each_gibbs_setting_once_for_both_sets(tmp_path):
+    for name in ("congress", "reuters"):
+        (tmp_path / name).mkdir()
+    config = paper_config(tmp_path, corpora=("congress", "reuters"), tracking_uri="sqlite:///x.db", baselines=("prodlda",))
+    labels = [model.name for model in config.models]
+    # Set 2's plain Gibbs run is Set 1's: listed once
+    assert labels == ["gibbs", "gibbs_sparse", "gibbs_bayes", "elda_raw_umass", "elda_exp_umass", "elda_cooccurrence", "prodlda"]
+    assert [c.name for c in config.corpora] == ["congress", "reuters"] and list(config.seeds) == [0, 1, 2]
+    assert {"log_likelihood_elda", "log_likelihood_randk", "umass", "cv"} <= set(config.metrics)
+
+
+def test_paper_config_names_missing_corpora(tmp_path):
+    with pytest.raises(InputError, match="reuters"):
+        paper_config(tmp_path, corpora=("reuters",), tracking_uri="sqlite:///x.db")
+
+
+def test_set1_table_puts_our_means_beside_the_papers():
+    frame = _runs([
+        {"corpus": "congress", "model": "gibbs", "seed": seed, "log_likelihood_own": own, "log_likelihood_elda": elda}
+        for seed, (own, elda) in enumerate([(-2.2e6, -1.9e6), (-2.4e6, -2.1e6)])
+    ] + [{"corpus": "congress", "model": "gibbs", "seed": 9, "log_likelihood_own": 0.0, "log_likelihood_elda": 0.0}])
+    frame.loc[frame.seed == 9, "status"] = "FAILED"  # a failed run is left out
+    table = set1_against_paper(frame)
+    row = table.iloc[0]
+    assert row["seeds"] == 2 and row["LDA ours"] == "-2.300" and row["E-LDA ours"] == "-2.000"
+    assert row["E-LDA gain ours"] == "+0.300"
+    paper = PAPER_SET1[("congress", "gibbs")]
+    assert row["E-LDA gain paper"] == f"{paper[1] - paper[0]:+.2f}"
+
+
+def test_set2_table_gives_the_umass5_ratio_of_each_baseline_to_elda():
+    frame = _runs([
+        {"corpus": "reuters", "model": "elda_cooccurrence", "umass@5": -0.5},
+        {"corpus": "reuters", "model": "elda_cooccurrence", "umass@5": -0.7},
+        {"corpus": "reuters", "model": "gibbs", "umass@5": -1.8},
+        {"corpus": "reuters", "model": "ctm", "umass@5": -6.0},
+        {"corpus": "reuters", "model": "elda_raw_umass", "umass@5": -1.0},
+        {"corpus": "reuters", "model": "gibbs_bayes", "umass@5": -2.0},
+    ])
+    table = set2_against_paper(frame).set_index("baseline")
+    assert table.loc["gibbs", "reuters"] == "3.00×"  # -1.8 / mean(-0.5, -0.7)
+    assert table.loc["gibbs", "paper"] == "2.53–4.20×"
+    assert table.loc["ctm", "reuters"] == "10.00×" and table.loc["ctm", "paper"] == "not in the paper"
+    assert table.loc["etm", "reuters"] == "–"  # not run
+    # E-LDA's own variants and Set 1's other LDA settings are not baselines of Set 2
+    assert set(table.index) == set(PAPER_SET2_UMASS5_RATIO) | {"ctm"}
+    assert set2_against_paper(frame.drop(columns="umass@5")).empty
