@@ -88,7 +88,6 @@ class BagOfWords:
         batch = doc_term[np.asarray(rows)]
         batch.sort_indices()
         self.size = batch.shape[0]
-        self.vocabulary_size = batch.shape[1]
         lengths = np.diff(batch.indptr)
         self.offsets = torch.from_numpy(batch.indptr[:-1].astype(np.int64))
         self.documents = torch.from_numpy(np.repeat(np.arange(self.size, dtype=np.int64), lengths))
@@ -103,8 +102,13 @@ class BagOfWords:
         terms = self.counts * (probabilities_at_entries + epsilon).log()
         return torch.zeros(self.size, dtype=terms.dtype).index_add_(0, self.documents, terms)
 
+    def mixture_at_entries(self, theta, topic_word):
+        """p(w | d) = θ_d · β_w at each stored entry, from θ (B x K) and β (K x V), without
+        forming the B x V product (ETM's and FASTopic's reconstruction)."""
+        return (theta[self.documents] * topic_word[:, self.words].T).sum(dim=1)
 
-def build_sparse_linear(in_features: int, out_features: int, *, fan_in: int | None = None, bias: bool = True):
+
+def build_sparse_linear(in_features: int, out_features: int, *, fan_in: int | None = None):
     """A linear layer y = x W + b whose input is a :class:`BagOfWords`.
 
     ``forward(bag, scale=None)`` multiplies only the stored entries (``torch`` ``embedding_bag``
@@ -124,12 +128,12 @@ def build_sparse_linear(in_features: int, out_features: int, *, fan_in: int | No
             bound = 1.0 / float(fan_in or in_features) ** 0.5
             # (in, out): embedding_bag reads one row per word
             self.weight = nn.Parameter(torch.empty(in_features, out_features).uniform_(-bound, bound))
-            self.bias = nn.Parameter(torch.empty(out_features).uniform_(-bound, bound)) if bias else None
+            self.bias = nn.Parameter(torch.empty(out_features).uniform_(-bound, bound))
 
         def forward(self, bag: BagOfWords, scale=None):
             weights = bag.counts if scale is None else bag.counts * scale[bag.documents]
             out = functional.embedding_bag(bag.words, self.weight, bag.offsets, mode="sum", per_sample_weights=weights)
-            return out if self.bias is None else out + self.bias
+            return out + self.bias
 
     return SparseLinear()
 
@@ -245,8 +249,9 @@ def train_variational(
     network, doc_term: sp.csr_matrix, embeddings, *, epochs: int, batch_size: int, optimizer,
     seed: int, model: str,
 ) -> list[float]:
-    """Mini-batch training of a network with ``loss(bow, embedding)``; returns the mean loss per
-    document of each epoch; ``loss`` reads each batch as a :class:`BagOfWords`. The batch order comes from a generator seeded with ``seed``."""
+    """Mini-batch training of a network with ``loss(bow, embedding)``, ``bow`` a
+    :class:`BagOfWords`; returns the mean loss per document of each epoch. The batch order comes
+    from a generator seeded with ``seed``."""
     import torch
 
     generator = torch.Generator().manual_seed(int(seed))

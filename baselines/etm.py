@@ -179,8 +179,7 @@ def _build_network(*, vocabulary_size, num_topics, embedding_size, fixed_vectors
             delta = mean + (0.5 * log_variance).exp() * torch.randn_like(mean)
             theta = functional.softmax(delta, dim=1)
             # p(w | d) = θ_d · β_w, needed only at the document's own words
-            at_entries = (theta[bow.documents] * self.topic_word()[:, bow.words].T).sum(dim=1)
-            reconstruction = -bow.weighted_log_sum(at_entries, ETM_LOG_EPSILON)
+            reconstruction = -bow.weighted_log_sum(bow.mixture_at_entries(theta, self.topic_word()), ETM_LOG_EPSILON)
             kl = -0.5 * (1 + log_variance - mean**2 - log_variance.exp()).sum(dim=1)
             return (reconstruction + kl).sum()
 

@@ -105,10 +105,7 @@ class FASTopic(TopicModel):
         num_topics = self._require_num_topics(num_topics)
         settings = self.settings
         embeddings = document_embeddings(corpus, model_path=settings["embedding_model"])
-        doc_term = corpus.doc_term.tocoo()
-        rows = torch.as_tensor(doc_term.row, dtype=torch.int64)
-        columns = torch.as_tensor(doc_term.col, dtype=torch.int64)
-        counts = torch.as_tensor(doc_term.data, dtype=torch.float32)
+        bag = _neural.BagOfWords(corpus.doc_term, np.arange(corpus.n_documents))  # full batch
         with _neural.seeded(seed, settings["threads"]):
             network = _build_network(torch, num_topics, corpus.n_words, embeddings.shape[1], settings)
             document_vectors = torch.as_tensor(embeddings, dtype=torch.float32)
@@ -116,7 +113,7 @@ class FASTopic(TopicModel):
             trace = []
             epochs = int(settings["epochs"])
             for epoch in range(1, epochs + 1):
-                loss = network.loss(document_vectors, rows, columns, counts, corpus.n_documents)
+                loss = network.loss(document_vectors, bag)
                 optimizer.zero_grad()
                 loss.backward()
                 optimizer.step()
@@ -221,7 +218,8 @@ def _build_network(torch, num_topics, vocabulary_size, embedding_size, settings)
             theta = weights / train_weights.sum(dim=0)
             return theta / theta.sum(dim=1, keepdim=True)
 
-        def loss(self, document_vectors, rows, columns, counts, n_documents):
+        def loss(self, document_vectors, bag):
+            n_documents = bag.size
             log_a = torch.full((n_documents, 1), -float(np.log(n_documents)))
             log_b = functional.log_softmax(self.topic_weights, dim=0)
             plan_dt, cost_dt = self._plan(document_vectors, self.topic_embeddings, log_a, log_b, float(settings["dt_alpha"]))
@@ -229,8 +227,7 @@ def _build_network(torch, num_topics, vocabulary_size, embedding_size, settings)
             theta = plan_dt * n_documents
             beta = plan_tw * num_topics
             # −(1/D) Σ_d Σ_w x_dw log(θ_d · β_w + ε), over the non-zero counts only
-            reconstructed = (theta[rows] * beta[:, columns].T).sum(dim=1)
-            dsr = -(counts * (reconstructed + DSR_EPSILON).log()).sum() / n_documents
+            dsr = -bag.weighted_log_sum(bag.mixture_at_entries(theta, beta), DSR_EPSILON).sum() / n_documents
             return dsr + cost_dt + cost_tw
 
     return Network()

@@ -170,7 +170,6 @@ class DaskShards:
         self.n_workers = max(1, len(client.scheduler_info()["workers"]))
         self._token = None  # names this run's shard states on the workers
         self._mapped = None  # (candidates object, MappedCandidates) written by this executor
-        self._mapped_directory = None
 
     def start(self, candidates, shards: list) -> None:
         """Send the candidates to every worker and each shard's documents to one worker."""
@@ -191,8 +190,12 @@ class DaskShards:
         """Write the candidates' files once per candidates object (a later run or a recovery reuses them)."""
         if self._mapped is None or self._mapped[0] is not candidates:
             self._remove_mapped_files()
-            self._mapped_directory = Path(tempfile.mkdtemp(prefix="topicbench-candidates-"))
-            self._mapped = (candidates, MappedCandidates(candidates, self._mapped_directory))
+            directory = Path(tempfile.mkdtemp(prefix="topicbench-candidates-"))
+            try:
+                self._mapped = (candidates, MappedCandidates(candidates, directory))
+            except BaseException:
+                shutil.rmtree(directory, ignore_errors=True)
+                raise
         return self._mapped[1]
 
     def run(self, function, *args, per_shard_args=None) -> list:
@@ -220,14 +223,15 @@ class DaskShards:
             self._token = None
 
     def _remove_mapped_files(self) -> None:
-        if self._mapped_directory is not None:
+        if self._mapped is not None:
+            directory = self._mapped[1].directory
             try:
-                self.client.run(_unmap, str(self._mapped_directory))
+                self.client.run(_unmap, directory)
             except Exception as error:  # a worker that is gone holds no map
-                logger.debug("could not unmap %s on the workers: %s", self._mapped_directory, error)
+                logger.debug("could not unmap %s on the workers: %s", directory, error)
             # On POSIX a map still open somewhere keeps its pages until it closes.
-            shutil.rmtree(self._mapped_directory, ignore_errors=True)
-        self._mapped = self._mapped_directory = None
+            shutil.rmtree(directory, ignore_errors=True)
+        self._mapped = None
 
     def close(self) -> None:
         if self.client.status == "running":

@@ -57,15 +57,6 @@ class DocumentArrays:
 
         return sp.csr_matrix((self.counts, self.words, self.indptr), shape=(self.n_documents, n_words))
 
-    def select(self, start: int, stop: int) -> "DocumentArrays":
-        """Documents start .. stop - 1."""
-        lo, hi = self.indptr[start], self.indptr[stop]
-        return DocumentArrays(
-            indptr=self.indptr[start : stop + 1] - lo,
-            words=self.words[lo:hi].copy(),
-            counts=self.counts[lo:hi].copy(),
-        )
-
     def take(self, documents: np.ndarray) -> "DocumentArrays":
         """The given documents, in the given order."""
         lengths = np.diff(self.indptr)[documents]

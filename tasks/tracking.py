@@ -20,7 +20,6 @@ import numpy as np
 from prefect import task
 from prefect.cache_policies import NONE
 
-
 from .records import git_commit, package_versions
 
 logger = logging.getLogger(__name__)
@@ -47,8 +46,7 @@ def local_artifact_location(tracking_uri: str, experiment: str) -> str | None:
     """For a sqlite file store, artifacts beside the database (``<db folder>/mlartifacts/<experiment>``)
     rather than MLflow's default ``./mlruns`` under whatever folder the command ran in; for any
     other store, None (the server's or MLflow's default)."""
-    parsed = urlparse(tracking_uri)
-    if parsed.scheme != "sqlite" or not tracking_uri.startswith("sqlite:///") or ":memory:" in tracking_uri:
+    if not tracking_uri.startswith("sqlite:///") or ":memory:" in tracking_uri:
         return None
     database = Path(tracking_uri[len("sqlite:///"):])
     folder = database.resolve().parent / "mlartifacts" / re.sub(r"[^A-Za-z0-9._-]+", "_", experiment)

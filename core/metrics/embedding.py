@@ -9,7 +9,8 @@ For a topic's top-N words with unit vectors u_1..u_N:
 - pairwise:  E_pair(t) = 2 / (N(N−1)) · Σ_{i<j} u_i · u_j
 - centroid:  E_cent(t) = 1/N · Σ_i u_i · c / ‖c‖,   c = 1/N · Σ_i u_i
 
-(the mean cosine of each word with the topic's centroid). Both lie in [−1, 1]; higher is better.
+(the mean cosine of each word with the topic's centroid, which equals ‖c‖). Pairwise lies in
+[−1, 1], centroid in [0, 1]; higher is better.
 Words without a vector (or with an all-zero vector) are out of vocabulary: an error, or dropped
 and counted (``oov="drop"``).
 
@@ -82,10 +83,10 @@ def embedding_coherence(topics, vectors, vocabulary, top_n=COHERENCE_TOP_N, *, k
                 per_topic[n] = gram[:, upper[0], upper[1]].mean(axis=1)
         else:
             for n in resolved.top_n:
-                head = topic_vectors[:, :n]
-                centroid = head.mean(axis=1)
-                centroid_norm = np.linalg.norm(centroid, axis=1)
-                per_topic[n] = np.matmul(head, centroid[:, :, None])[:, :, 0].sum(axis=1) / n / centroid_norm
+                # 1/N Σ_i u_i · c / ‖c‖ = c · c / ‖c‖ = ‖c‖: the score is the centroid's length
+                # (undefined, NaN, for a zero centroid)
+                centroid_norm = np.linalg.norm(topic_vectors[:, :n].mean(axis=1), axis=1)
+                per_topic[n] = np.where(centroid_norm > 0, centroid_norm, np.nan)
     return TopicScores(
         metric=f"embedding_{kind}",
         top_n=resolved.top_n,
