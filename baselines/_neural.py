@@ -18,7 +18,7 @@ from contextlib import contextmanager
 import numpy as np
 import scipy.sparse as sp
 
-from .base import import_optional, normalize_rows, top_words_of
+from .base import import_optional, normalize_rows, top_words_of, training_record
 
 logger = logging.getLogger(__name__)
 
@@ -61,17 +61,31 @@ def adam(parameters, **settings):
     return torch.optim.Adam(parameters, fused=True, **settings)
 
 
-def minibatches(n_documents: int, batch_size: int, generator) -> list:
-    """A shuffled partition of ``range(n_documents)`` into batches of ``batch_size`` (the last
-    one larger rather than a single document)."""
+def minibatches(n_documents: int, batch_size: int, generator, *, drop_last: bool = False) -> list:
+    """A shuffled partition of ``range(n_documents)`` into batches of ``batch_size``.
+
+    ``drop_last`` leaves out the last, short batch, as a ``DataLoader(drop_last=True)`` does
+    (CTM's package trains so), unless it is the only batch. Otherwise the last batch is made
+    larger rather than a single document (BatchNorm cannot normalise one row in training mode).
+    """
     import torch
 
     order = torch.randperm(n_documents, generator=generator)
     batches = list(torch.split(order, batch_size))
-    if len(batches) > 1 and len(batches[-1]) == 1:
+    if drop_last and len(batches) > 1 and len(batches[-1]) < batch_size:
+        batches.pop()
+    elif len(batches) > 1 and len(batches[-1]) == 1:
         single = batches.pop()
         batches[-1] = torch.cat([batches[-1], single])
     return batches
+
+
+def torch_device() -> str:
+    """Where the neural models train: ``"cuda"`` when torch sees a GPU, else ``"cpu"`` (recorded
+    on every run as the resolved setting ``device_``)."""
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 class BagOfWords:
@@ -82,25 +96,25 @@ class BagOfWords:
     24,000-word vocabulary that matrix, and the dense products over it, were most of an epoch.
     """
 
-    def __init__(self, doc_term: sp.csr_matrix, rows):
+    def __init__(self, doc_term: sp.csr_matrix, rows, device: str = "cpu"):
         import torch
 
         batch = doc_term[np.asarray(rows)]
         batch.sort_indices()
         self.size = batch.shape[0]
         lengths = np.diff(batch.indptr)
-        self.offsets = torch.from_numpy(batch.indptr[:-1].astype(np.int64))
-        self.documents = torch.from_numpy(np.repeat(np.arange(self.size, dtype=np.int64), lengths))
-        self.words = torch.from_numpy(batch.indices.astype(np.int64))
-        self.counts = torch.from_numpy(batch.data.astype(np.float32))
-        self.lengths = torch.zeros(self.size).index_add_(0, self.documents, self.counts)
+        self.offsets = torch.from_numpy(batch.indptr[:-1].astype(np.int64)).to(device)
+        self.documents = torch.from_numpy(np.repeat(np.arange(self.size, dtype=np.int64), lengths)).to(device)
+        self.words = torch.from_numpy(batch.indices.astype(np.int64)).to(device)
+        self.counts = torch.from_numpy(batch.data.astype(np.float32)).to(device)
+        self.lengths = torch.zeros(self.size, device=device).index_add_(0, self.documents, self.counts)
 
     def weighted_log_sum(self, probabilities_at_entries, epsilon: float):
         """Per document, the sum over its words of count x log(p + epsilon), from p at each entry."""
         import torch
 
         terms = self.counts * (probabilities_at_entries + epsilon).log()
-        return torch.zeros(self.size, dtype=terms.dtype).index_add_(0, self.documents, terms)
+        return torch.zeros(self.size, dtype=terms.dtype, device=terms.device).index_add_(0, self.documents, terms)
 
     def mixture_at_entries(self, theta, topic_word):
         """p(w | d) = θ_d · β_w at each stored entry, from θ (B x K) and β (K x V), without
@@ -144,13 +158,18 @@ def build_prodlda_network(
 ):
     """The ProdLDA variational autoencoder.
 
+    With ``inputs="combined"`` or ``"contextual"`` and ``learn_priors=True`` it is the
+    ``DecoderNetwork`` of the CTM authors' package (``contextualized-topic-models`` 2.6.1): the
+    same layers, initialisation (a seed gives the same initial weights), random draws, loss and
+    gradients, checked by ``tests/baselines/test_ctm_fidelity.py``.
+
     Parameters
     ----------
     vocabulary_size, num_topics, embedding_size : int
         V, K, and the contextual embedding size (ignored for ``inputs="bow"``).
     inputs : {"bow", "combined", "contextual"}
         What the encoder reads: the bag of words (ProdLDA), the bag of words concatenated with a
-        linear map of the document embedding to V dimensions (CombinedTM), or that map alone
+        linear map of the document embedding to V dimensions (CombinedTM), or the embedding alone
         (ZeroShotTM).
     hidden_sizes : tuple of int
         Encoder layers (softplus).
@@ -158,7 +177,8 @@ def build_prodlda_network(
         Dropout on the encoder output and on θ.
     learn_priors : bool
         Learn the logistic-normal prior's mean and variance (CTM) instead of holding the Laplace
-        approximation of a symmetric Dirichlet(``prior_alpha``) fixed (AVITM).
+        approximation of a symmetric Dirichlet(``prior_alpha``) fixed (AVITM). Both start from
+        that approximation; at ``prior_alpha=1`` it is mean 0, variance 1 - 1/K (CTM's start).
     """
     import torch
     from torch import nn
@@ -171,16 +191,28 @@ def build_prodlda_network(
             super().__init__()
             self.inputs = inputs
             self.num_topics = num_topics
-            # The first layer reads [bag of words, adapted embedding] (CombinedTM), one or the
-            # other: a concatenated input's layer is the sum of one block per part, and the bag of
-            # words' block reads only its stored entries (SparseLinear).
-            first, input_size = hidden_sizes[0], {"bow": 1, "combined": 2, "contextual": 1}[inputs] * vocabulary_size
-            if inputs != "contextual":
-                self.bow_layer = build_sparse_linear(vocabulary_size, first, fan_in=input_size)
-            if inputs != "bow":
+            first = hidden_sizes[0]
+            if inputs == "bow":
+                self.bow_layer = build_sparse_linear(vocabulary_size, first)
+            elif inputs == "combined":
+                # CTM's CombinedInferenceNetwork: adapt_bert = Linear(E, V), then one input layer
+                # Linear(2V, H) over [bag of words, adapted embedding]. That layer is the sum of one
+                # block per part, and the bag of words' block reads only its stored entries
+                # (SparseLinear). The layers are drawn in the package's order and shapes, and the
+                # input layer then split, so that a seed gives the package's initial weights.
                 self.adapt_embedding = nn.Linear(embedding_size, vocabulary_size)
-                self.embedding_layer = nn.Linear(vocabulary_size, first, bias=inputs == "contextual")
-                nn.init.uniform_(self.embedding_layer.weight, -input_size**-0.5, input_size**-0.5)
+                input_layer = nn.Linear(2 * vocabulary_size, first)
+                with torch.random.fork_rng(devices=[]):  # the blocks' own draws are overwritten
+                    self.bow_layer = build_sparse_linear(vocabulary_size, first)
+                    self.embedding_layer = nn.Linear(vocabulary_size, first, bias=False)
+                with torch.no_grad():
+                    self.bow_layer.weight.copy_(input_layer.weight[:, :vocabulary_size].T)
+                    self.bow_layer.bias.copy_(input_layer.bias)
+                    self.embedding_layer.weight.copy_(input_layer.weight[:, vocabulary_size:])
+            else:
+                # CTM's ContextualInferenceNetwork (ZeroShotTM): the embedding straight to the
+                # first hidden layer, no map to V dimensions
+                self.embedding_layer = nn.Linear(embedding_size, first)
             layers, input_size = [nn.Softplus()], first
             for size in hidden_sizes[1:]:
                 layers += [nn.Linear(input_size, size), nn.Softplus()]
@@ -211,7 +243,7 @@ def build_prodlda_network(
             elif self.inputs == "combined":
                 first = self.bow_layer(bow) + self.embedding_layer(self.adapt_embedding(embedding))
             else:
-                first = self.embedding_layer(self.adapt_embedding(embedding))
+                first = self.embedding_layer(embedding)
             hidden = self.encoder_dropout(self.hidden(first))
             return self.mean_norm(self.mean(hidden)), self.log_variance_norm(self.log_variance(hidden))
 
@@ -219,6 +251,13 @@ def build_prodlda_network(
             """Posterior-mean topic proportions softmax(μ) (eval mode: no dropout, no noise)."""
             mean, _ = self.encode(bow, embedding)
             return functional.softmax(mean, dim=1)
+
+        def sampled_theta(self, bow, embedding, samples: int):
+            """The mean of ``samples`` draws of softmax(μ + σε) (eval mode): the CTM package's
+            ``get_doc_topic_distribution`` (20 draws)."""
+            mean, log_variance = self.encode(bow, embedding)
+            noise = torch.randn((samples, *mean.shape), device=mean.device)
+            return functional.softmax(mean + torch.exp(0.5 * log_variance) * noise, dim=-1).mean(dim=0)
 
         def topic_word(self):
             """p(w | k) = softmax(β_k), shape (K, V)."""
@@ -228,7 +267,9 @@ def build_prodlda_network(
             """Negative ELBO summed over the batch: reconstruction + KL(q(z | d) || prior)."""
             mean, log_variance = self.encode(bow, embedding)
             variance = log_variance.exp()
-            z = mean + variance.sqrt() * torch.randn_like(mean)
+            # σ = exp(log σ² / 2), as the package computes it; the dropout masks and this noise are
+            # drawn in the package's order: encoder dropout, noise, θ dropout
+            z = mean + (0.5 * log_variance).exp() * torch.randn_like(mean)
             theta = self.theta_dropout(functional.softmax(z, dim=1))
             word_probabilities = functional.softmax(self.beta_norm(theta @ self.beta), dim=1)
             reconstruction = -bow.weighted_log_sum(word_probabilities[bow.documents, bow.words], LOG_EPSILON)
@@ -247,27 +288,29 @@ def build_prodlda_network(
 
 def train_variational(
     network, doc_term: sp.csr_matrix, embeddings, *, epochs: int, batch_size: int, optimizer,
-    seed: int, model: str,
+    seed: int, model: str, drop_last: bool = False, device: str = "cpu",
 ) -> list[float]:
     """Mini-batch training of a network with ``loss(bow, embedding)``, ``bow`` a
-    :class:`BagOfWords`; returns the mean loss per document of each epoch. The batch order comes
-    from a generator seeded with ``seed``."""
+    :class:`BagOfWords`; returns the mean loss per training document of each epoch (the
+    authors' packages report it so). The batch order comes from a generator seeded with
+    ``seed``; ``drop_last`` as in :func:`minibatches`."""
     import torch
 
     generator = torch.Generator().manual_seed(int(seed))
-    embeddings = None if embeddings is None else torch.as_tensor(embeddings, dtype=torch.float32)
+    embeddings = None if embeddings is None else torch.as_tensor(embeddings, dtype=torch.float32).to(device)
     n_documents = doc_term.shape[0]
     trace = []
     network.train()
     for epoch in range(1, epochs + 1):
-        total = 0.0
-        for rows in minibatches(n_documents, batch_size, generator):
-            loss = network.loss(BagOfWords(doc_term, rows), None if embeddings is None else embeddings[rows])
+        total, seen = 0.0, 0
+        for rows in minibatches(n_documents, batch_size, generator, drop_last=drop_last):
+            loss = network.loss(BagOfWords(doc_term, rows, device), None if embeddings is None else embeddings[rows.to(device)])
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
             total += float(loss.detach())
-        trace.append(total / n_documents)
+            seen += len(rows)
+        trace.append(total / seen)
         if epoch == 1 or epoch % 10 == 0 or epoch == epochs:
             logger.info("%s: epoch %d/%d, loss per document %.4f", model, epoch, epochs, trace[-1])
         if not np.isfinite(trace[-1]):
@@ -278,43 +321,52 @@ def train_variational(
     return trace
 
 
-def infer_theta(network, doc_term: sp.csr_matrix, embeddings, *, batch_size: int = 2048) -> np.ndarray:
-    """The encoder's topic proportions of every document, shape (D, K), float64 rows summing to 1."""
+def infer_theta(network, doc_term: sp.csr_matrix, embeddings, *, batch_size: int = 2048, samples: int = 0) -> np.ndarray:
+    """The encoder's topic proportions of every document, shape (D, K), float64 rows summing to
+    1, computed on the device the network is on: softmax(μ), or with ``samples`` > 0 the mean of
+    that many posterior draws (``network.sampled_theta``; the caller seeds torch)."""
     import torch
 
-    embeddings = None if embeddings is None else torch.as_tensor(embeddings, dtype=torch.float32)
+    device = next(network.parameters()).device.type
+    embeddings = None if embeddings is None else torch.as_tensor(embeddings, dtype=torch.float32).to(device)
     network.eval()
     parts = []
     with torch.no_grad():
         for start in range(0, doc_term.shape[0], batch_size):
             rows = np.arange(start, min(start + batch_size, doc_term.shape[0]))
-            parts.append(network.theta(BagOfWords(doc_term, rows), None if embeddings is None else embeddings[rows]).double().numpy())
+            batch_embeddings = None if embeddings is None else embeddings[torch.from_numpy(rows).to(device)]
+            bag = BagOfWords(doc_term, rows, device)
+            theta = network.sampled_theta(bag, batch_embeddings, samples) if samples else network.theta(bag, batch_embeddings)
+            parts.append(theta.double().cpu().numpy())
     theta = np.vstack(parts)
     return theta / theta.sum(axis=1, keepdims=True)
 
 
-def fit_and_output(model, network, optimizer, corpus, embeddings, settings: dict, seed: int, resolved: dict):
-    """Train a variational network (:func:`train_variational`), then read its document
-    proportions and row-normalised topic-word matrix into the shared output; ``resolved`` adds
-    the model's resolved settings (``num_topics_`` and the like)."""
+def fit_and_output(model, network, optimizer, corpus, embeddings, settings: dict, seed: int, resolved: dict,
+                   *, drop_last: bool = False, theta_samples: int = 0):
+    """Train a variational network (:func:`train_variational`, on the device its parameters are
+    on), then read its document proportions and row-normalised topic-word matrix into the shared
+    output; ``resolved`` adds the model's resolved settings (``num_topics_`` and the like)."""
     import torch
 
     from topicbench.core.output import TopicModelOutput
 
+    device = next(network.parameters()).device.type
     trace = train_variational(
         network, corpus.doc_term, embeddings, epochs=int(settings["epochs"]),
         batch_size=int(settings["batch_size"]), optimizer=optimizer, seed=seed, model=model,
+        drop_last=drop_last, device=device,
     )
-    theta = infer_theta(network, corpus.doc_term, embeddings)
+    theta = infer_theta(network, corpus.doc_term, embeddings, samples=theta_samples)
     with torch.no_grad():
-        topic_word = normalize_rows(network.topic_word().double().numpy())
+        topic_word = normalize_rows(network.topic_word().double().cpu().numpy())
     return TopicModelOutput(
         model=model,
         vocabulary=tuple(corpus.vocabulary),
         topics=top_words_of(topic_word, corpus.vocabulary, int(settings["top_words"])),
         topic_word_matrix=topic_word,
         topic_document_matrix=theta.T.copy(),
-        settings={**settings, **resolved},
+        settings={**settings, **resolved, "device_": device},
         seed=seed,
-        extra={"loss_per_document": trace},
+        extra=training_record(trace, kind="negative ELBO per training document"),
     )

@@ -67,23 +67,42 @@ class TopicModel(abc.ABC):
         return dict(self.settings)
 
     def fit(self, corpus: Corpus, num_topics: int | None, seed: int = 0) -> TopicModelOutput:
-        """Fit on ``corpus`` and return the checked output, with fit time and peak memory."""
+        """Fit on ``corpus`` and return the checked output, with fit time and peak memory.
+
+        One-time work (compiling kernels, loading an embedding model or cached embeddings) runs
+        first, in :meth:`_setup`, and is timed apart as ``extra["setup_seconds"]``: the fit time
+        is the training alone. An iterative model's ``extra["training_loss"]`` gains its
+        convergence verdict (:func:`convergence`).
+        """
         if corpus.n_documents == 0 or corpus.n_tokens == 0:
             raise InputError(f"{self.name}: the corpus {corpus.name!r} is empty")
-        with measure() as usage:
-            try:
+        with self._library_errors(corpus):
+            with measure() as setup:
+                self._setup(corpus)
+            with measure() as usage:
                 output = self._fit(corpus, num_topics, seed)
-            except (InputError, ModelError):
-                raise
-            except Exception as error:  # a library failure: name the model and the corpus
-                raise ModelError(
-                    f"{self.name}: fitting failed on corpus {corpus.name!r} "
-                    f"({corpus.n_documents} documents): {type(error).__name__}: {error}"
-                ) from error
-        output = _with_usage(output, usage)
+        output = _with_usage(output, usage, setup_seconds=setup["seconds"])
         output = output.check(corpus.n_documents, corpus.n_tokens)
         self._fitted_vocabulary = tuple(corpus.vocabulary)
         return output
+
+    @contextmanager
+    def _library_errors(self, corpus: Corpus):
+        """A library's exception as a :class:`ModelError` naming the model and the corpus."""
+        try:
+            yield
+        except (InputError, ModelError):
+            raise
+        except Exception as error:
+            raise ModelError(
+                f"{self.name}: fitting failed on corpus {corpus.name!r} "
+                f"({corpus.n_documents} documents): {type(error).__name__}: {error}"
+            ) from error
+
+    def _setup(self, corpus: Corpus) -> None:
+        """One-time work before the timed fit (default: none). Models that compile kernels or
+        load embeddings do it here, so that a fit's time is comparable between a fresh worker
+        process and a warm one."""
 
     def transform(self, corpus: Corpus) -> np.ndarray:
         """p(topic | document) of (held-out) documents under the fitted topics.
@@ -178,10 +197,43 @@ def normalize_rows(matrix: np.ndarray) -> np.ndarray:
     return out
 
 
-def _with_usage(output: TopicModelOutput, usage: dict) -> TopicModelOutput:
+#: A fit has converged when its training loss changed by less than CONVERGENCE_TOLERANCE
+#: (relative to the final loss) over the last CONVERGENCE_WINDOW of its epochs or iterations.
+CONVERGENCE_WINDOW = 0.10
+CONVERGENCE_TOLERANCE = 0.01
+
+
+def training_record(losses, *, kind: str, steps=None) -> dict:
+    """The ``extra`` entries of an iterative fit's loss curve: ``training_loss`` (one value per
+    epoch or recorded iteration, lower is better), its ``training_steps`` (default 1, 2, ...) and
+    what the loss is (``training_loss_kind``)."""
+    losses = [float(value) for value in losses]
+    steps = list(range(1, len(losses) + 1)) if steps is None else [int(step) for step in steps]
+    if len(steps) != len(losses):
+        raise ValueError(f"{len(steps)} steps for {len(losses)} loss values")
+    return {"training_loss": losses, "training_steps": steps, "training_loss_kind": kind}
+
+
+def convergence(losses) -> dict:
+    """Whether a loss curve has converged: the relative change of the loss over the last 10% of
+    its points, |L_end - L_start| / |L_end|, below 1%. With fewer than two points nothing can be
+    said (``converged`` is False)."""
+    losses = np.asarray(losses, dtype=np.float64)
+    if losses.size < 2 or not np.all(np.isfinite(losses)):
+        return {"converged": False, "training_loss_relative_change": float("nan")}
+    window = max(1, int(round(CONVERGENCE_WINDOW * (losses.size - 1))))
+    end, start = losses[-1], losses[-1 - window]
+    change = abs(end - start) / max(abs(end), np.finfo(float).tiny)
+    return {"converged": bool(change < CONVERGENCE_TOLERANCE), "training_loss_relative_change": float(change)}
+
+
+def _with_usage(output: TopicModelOutput, usage: dict, setup_seconds: float = 0.0) -> TopicModelOutput:
     from dataclasses import replace
 
-    return replace(output, fit_seconds=usage["seconds"], peak_memory_mb=usage["peak_memory_mb"])
+    extra = {**output.extra, "setup_seconds": float(setup_seconds)}
+    if "training_loss" in extra:
+        extra.update(convergence(extra["training_loss"]))
+    return replace(output, fit_seconds=usage["seconds"], peak_memory_mb=usage["peak_memory_mb"], extra=extra)
 
 
 @contextmanager

@@ -1,12 +1,16 @@
 """Contextualized Topic Models (Bianchi et al. 2021): ProdLDA whose encoder reads a sentence
 embedding of the document, on CPU torch.
 
-Written here rather than wrapping the package ``contextualized-topic-models`` (2.6.1): that
-package declares ``torchvision`` as a requirement (so installing it pulls torchvision beside
-torch 2.13.0, which this project does not allow) although its code never imports it. The network
-is the package's: CombinedTM concatenates the bag of words with a linear map of the embedding
-to V dimensions; ZeroShotTM reads the embedding alone; the prior is learned; Adam with
-lr 2e-3 and β = (0.99, 0.99), batches of 64, 100 epochs. Embeddings come from the local
+The network is the authors' package's (``contextualized-topic-models`` 2.6.1,
+``DecoderNetwork``): CombinedTM's encoder reads the bag of words concatenated with a linear map
+of the embedding to V dimensions; ZeroShotTM's reads the embedding alone; the logistic-normal
+prior (mean 0, variance 1 - 1/K at the start) is learned; Adam with lr 2e-3 and
+β = (0.99, 0.99), batches of 64, 100 epochs. ``tests/baselines/test_ctm_fidelity.py`` proves it
+equal to the package: the same initial weights from a seed, and the same loss and gradients at
+the same parameters and batch. It is written here, on
+:func:`~topicbench.baselines._neural.build_prodlda_network`, because it reads the bag of words
+sparsely (only each document's stored counts), where the package builds the dense B x V batch:
+the same numbers, much faster on a large vocabulary. Embeddings come from the local
 all-MiniLM-L6-v2 (:mod:`topicbench.baselines.embeddings`); nothing is downloaded.
 
 References
@@ -48,6 +52,7 @@ class CTM(ProdLDA):
     learn_priors = True
     uses_document_embeddings = True
     adam_second_moment_decay = 0.99
+    drop_last_batch = True  # the package's DataLoader(shuffle=True, drop_last=True)
 
     def _check_settings(self, settings: dict) -> None:
         super()._check_settings(settings)

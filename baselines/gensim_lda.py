@@ -15,7 +15,7 @@ from topicbench.core.corpus import Corpus
 from topicbench.core.output import TopicModelOutput
 from topicbench.core.validation import InputError
 
-from .base import TopicModel, normalize_rows, require_integers, require_positive, top_words_of
+from .base import TopicModel, normalize_rows, require_integers, require_positive, top_words_of, training_record
 
 logger = logging.getLogger(__name__)
 
@@ -76,13 +76,17 @@ class GensimLDA(TopicModel):
 
     def _fit(self, corpus: Corpus, num_topics: int | None, seed: int) -> TopicModelOutput:
         from gensim.models import LdaModel
+        from gensim.models.callbacks import PerplexityMetric
 
         num_topics = self._require_num_topics(num_topics)
         settings = self.settings
         alpha = settings["alpha"] if settings["alpha"] == "auto" else float(settings["alpha"])
         logger.info("gensim_lda: K=%d, alpha=%s, %d passes on %s", num_topics, alpha, settings["passes"], corpus.name)
+        bow = _bow(corpus)
+        # the variational bound after every pass: the loss curve that shows convergence
+        bound_per_pass = PerplexityMetric(corpus=bow, logger=None)
         model = LdaModel(
-            corpus=_bow(corpus),
+            corpus=bow,
             num_topics=num_topics,
             id2word=dict(enumerate(corpus.vocabulary)),
             distributed=False,
@@ -97,6 +101,7 @@ class GensimLDA(TopicModel):
             eval_every=None,
             random_state=seed,
             dtype=np.float64,
+            callbacks=[bound_per_pass],
         )
         self.model_ = model
         gamma = self._gamma(corpus)
@@ -117,6 +122,10 @@ class GensimLDA(TopicModel):
                 "eta_": float(np.mean(model.eta)),
             },
             seed=seed,
+            # gensim reports 2 ** (-bound per word) as "perplexity" (the bound in nats)
+            extra=training_record(
+                np.log2(model.metrics[str(bound_per_pass)]), kind="negative variational bound per word (every pass)"
+            ),
         )
 
     def _gamma(self, corpus: Corpus) -> np.ndarray:

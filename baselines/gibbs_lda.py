@@ -23,7 +23,7 @@ from topicbench.core.corpus import Corpus
 from topicbench.core.output import TopicModelOutput
 from topicbench.core.validation import InputError
 
-from .base import ModelError, TopicModel, import_optional, require_integers, require_positive, top_words_of
+from .base import ModelError, TopicModel, import_optional, require_integers, require_positive, top_words_of, training_record
 
 logger = logging.getLogger(__name__)
 
@@ -34,7 +34,9 @@ PAPER_SETTINGS = {
     "gibbs_bayes": {"alpha": 0.1, "optimize_alpha": True},
 }
 
-#: Iterations between two progress log lines.
+#: Iterations between two points of the recorded log-likelihood curve, and between two progress
+#: log lines.
+CURVE_INTERVAL = 10
 LOG_INTERVAL = 100
 
 
@@ -115,12 +117,13 @@ class GibbsLDA(TopicModel):
             "gibbs_lda: K=%d, alpha=%s%s, %d iterations on %s",
             num_topics, settings["alpha"], " (optimised)" if optim_interval else "", settings["iterations"], corpus.name,
         )
+        curve = {}  # iteration -> log-likelihood per word (iteration 0: the random start)
         model.train(
             int(settings["iterations"]),
             workers=int(settings["workers"]),
             parallel=self._parallel_scheme(tomotopy),
-            callback_interval=LOG_INTERVAL,
-            callback=_log_progress,
+            callback_interval=CURVE_INTERVAL,
+            callback=lambda model, iteration, total: _record_progress(curve, model, iteration, total),
         )
         self.model_ = model
         token_topics = _token_topics(model, corpus)
@@ -146,7 +149,13 @@ class GibbsLDA(TopicModel):
                 "parallel_": self._parallel_scheme(tomotopy).name,
             },
             seed=seed,
-            extra={"log_likelihood_per_word": float(model.ll_per_word)},
+            extra={
+                "log_likelihood_per_word": float(model.ll_per_word),
+                **training_record(
+                    [-value for value in curve.values()], steps=list(curve),
+                    kind="negative log-likelihood per word (every 10 Gibbs sweeps)",
+                ),
+            },
         )
 
     def _parallel_scheme(self, tomotopy):
@@ -168,8 +177,10 @@ class GibbsLDA(TopicModel):
         return (theta / theta.sum(axis=1, keepdims=True)).T.copy()
 
 
-def _log_progress(model, iteration: int, total: int) -> bool:
-    logger.info("gibbs_lda: iteration %d/%d, log-likelihood per word %.4f", iteration, total, model.ll_per_word)
+def _record_progress(curve: dict, model, iteration: int, total: int) -> bool:
+    curve[iteration] = float(model.ll_per_word)
+    if iteration % LOG_INTERVAL == 0 or iteration == total:
+        logger.info("gibbs_lda: iteration %d/%d, log-likelihood per word %.4f", iteration, total, curve[iteration])
     return True
 
 

@@ -86,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     paper.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     paper.add_argument("--iterations", type=int, default=1000, help="Gibbs sweeps (the paper: 1000)")
     paper.add_argument("--workers", type=int, default=2)
+    paper.add_argument("--scheduler", metavar="ADDRESS", help="run the fits on an existing Dask scheduler")
     paper.add_argument("--tracking-uri", help=f"MLflow tracking URI (default: {DEFAULT_TRACKING_URI})")
     paper.add_argument("--out", default="results/paper")
     paper.set_defaults(handler=run_paper_command)
@@ -151,7 +152,7 @@ def run_paper_command(args) -> int:
         data=args.data or SHARED_DATA, seeds=args.seeds, iterations=args.iterations, workers=args.workers,
         tracking_uri=_tracking_uri(args.tracking_uri), out=args.out, notes=PAPER_NOTES,
         baselines=tuple(args.baselines) if args.baselines is not None else tuple(SET2_BASELINES),
-        corpora=tuple(args.corpora or PAPER_CORPORA),
+        corpora=tuple(args.corpora or PAPER_CORPORA), scheduler=args.scheduler,
     )
     print(f"paper reproduction finished in {(time.perf_counter() - started) / 60:.1f} min; report in {args.out}/")
     if state.is_failed():

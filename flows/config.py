@@ -169,9 +169,10 @@ def default_config(tracking_uri: str = DEFAULT_TRACKING_URI) -> BenchmarkConfig:
             "experiment": "lee-default",
             "corpora": [{"name": "lee", "source": "lee"}],
             "models": [
-                {"model": "elda", "settings": {"kappa": 2.0, "generator": "cooccurrence"}},
-                {"model": "gensim_lda", "num_topics": 20, "settings": {"alpha": "auto", "passes": 10}},
-                {"model": "gibbs_lda", "num_topics": 20, "settings": {"alpha": 0.1, "iterations": 500}},
+                # every model at its defaults (gibbs_lda's are the paper's "Gibbs": alpha 1, 1000 sweeps)
+                {"model": "elda"},
+                {"model": "gensim_lda", "num_topics": 20},
+                {"model": "gibbs_lda", "num_topics": 20},
             ],
             "seeds": [0],
             "tracking_uri": tracking_uri,

@@ -10,6 +10,12 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install --quiet --upgrade "pip>=24"
 .venv/bin/python -m pip install --quiet -c constraints.txt -e ".[test]"
+# The authors' packages of CTM and FASTopic, the oracles the fidelity tests compare this project's
+# models with. Both declare torchvision (which would replace the CPU torch) but their model code
+# never imports it: installed without dependencies; CTM's module also imports wordcloud.
+.venv/bin/python -m pip install --quiet -c constraints.txt --no-deps \
+    fastopic==1.0.1 contextualized-topic-models==2.6.1
+.venv/bin/python -m pip install --quiet -c constraints.txt wordcloud==1.9.6
 if [ "${1:-}" = "--browser" ] && ! command -v chromium >/dev/null 2>&1; then
     if [ "$(id -u)" = "0" ]; then
         apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null

@@ -141,6 +141,9 @@ class Tracker:
         )
         run_id = run.info.run_id
         self.client.log_batch(run_id, params=_params(job.record()))
+        changed = changed_settings(job.model.model, job.model.settings)
+        if changed:
+            self.client.set_tag(run_id, "topicbench.changed_settings", json.dumps(changed, default=str)[:4900])
         self._log_corpus_input(run_id, job)
         return run_id
 
@@ -153,8 +156,12 @@ class Tracker:
         if output.peak_memory_mb is not None:
             metrics["peak_memory_mb"] = output.peak_memory_mb
         metrics.update({k: v for k, v in output.extra.items() if isinstance(v, (int, float)) and not isinstance(v, bool)})
+        if "converged" in output.extra:
+            metrics["converged"] = float(output.extra["converged"])
+            self.client.set_tag(run_id, "topicbench.training_loss_kind", output.extra.get("training_loss_kind", ""))
         metrics.update(scores)
         self._log_metrics(run_id, metrics)
+        self._log_training_curve(run_id, output.extra)
         if skipped:
             self.client.set_tag(run_id, "topicbench.skipped_metrics", json.dumps(skipped)[:4900])
         with tempfile.TemporaryDirectory() as folder:
@@ -186,6 +193,28 @@ class Tracker:
         ]
         for start in range(0, len(entries), 900):
             self.client.log_batch(run_id, metrics=entries[start : start + 900])
+
+    def _log_training_curve(self, run_id: str, extra: dict) -> None:
+        """An iterative fit's loss per epoch (or recorded iteration) as the metric history of
+        ``training_loss``, one step per point, so MLflow's UI and the report can plot it."""
+        from mlflow.entities import Metric
+
+        losses, steps = extra.get("training_loss"), extra.get("training_steps")
+        if not losses:
+            return
+        stamp = int(__import__("time").time() * 1000)
+        entries = [Metric("training_loss", float(v), stamp, int(step)) for v, step in zip(losses, steps) if np.isfinite(v)]
+        for start in range(0, len(entries), 900):
+            self.client.log_batch(run_id, metrics=entries[start : start + 900])
+
+    def training_curves(self, run_ids) -> dict:
+        """{run id: (steps, losses)} of the runs that logged a ``training_loss`` history."""
+        curves = {}
+        for run_id in run_ids:
+            history = sorted(self.client.get_metric_history(run_id, "training_loss"), key=lambda m: m.step)
+            if history:
+                curves[run_id] = ([m.step for m in history], [m.value for m in history])
+        return curves
 
     def _log_json(self, run_id: str, data: dict, name: str) -> None:
         self.client.log_text(run_id, json.dumps(data, indent=1, default=str), name)
@@ -230,6 +259,16 @@ def _write_topics(output, folder: Path) -> None:
     ]
     (folder / "topics.json").write_text(json.dumps(records, indent=1, ensure_ascii=False), encoding="utf-8")
     pd.DataFrame(records).to_csv(folder / "topics.csv", index=False)
+
+
+def changed_settings(model: str, settings: dict) -> dict:
+    """{setting: [value, default]} for each setting given that differs from the model's default
+    (a run trained otherwise than its authors ship the model, which the report flags)."""
+    from topicbench.baselines.registry import MODELS
+
+    defaults = MODELS.get(model).defaults
+    as_json = lambda value: json.loads(json.dumps(value, default=str))  # (100, 100) == [100, 100]
+    return {key: [value, defaults.get(key)] for key, value in settings.items() if as_json(value) != as_json(defaults.get(key))}
 
 
 def run_record(corpus, model_spec, seed: int, config) -> dict:

@@ -55,6 +55,33 @@ def test_report_has_every_section(tracked, tmp_path):
     assert (tmp_path / "out" / "coherence_toy.png").stat().st_size > 1000
 
 
+def test_report_shows_convergence_and_flags_settings_that_differ_from_the_defaults(tracked, tmp_path):
+    from mlflow.tracking import MlflowClient
+
+    report("report-test", tracked, str(tmp_path / "out"))
+    text = (tmp_path / "out" / "report.md").read_text()
+    # changed settings, above everything else: each (model, setting) with its value and default
+    flagged = text.index("Runs whose settings differ from the model's defaults")
+    assert flagged < text.index("Coherence against N")
+    assert "| gibbs_sparse | alpha | 0.1 | 1.0 | 2 |" in text
+    assert "| gensim_lda | passes | 2 | 10 | 2 |" in text
+    # the iterative fits' curves: a converged column and a plot per corpus
+    training = text[text.index("Training and convergence"):text.index("Fit time and memory")]
+    assert "| toy | gibbs_lda | negative log-likelihood per word (every 10 Gibbs sweeps) |" in training
+    assert "| toy | gensim_lda | negative variational bound per word (every pass) |" in training
+    assert "elda" not in training  # exact greedy has no loss curve
+    assert (tmp_path / "out" / "training_toy.png").stat().st_size > 1000
+    # in MLflow: the loss per recorded step as a metric history, and the verdict as a metric
+    client = MlflowClient(tracked)
+    experiment = client.get_experiment_by_name("report-test")
+    run = client.search_runs([experiment.experiment_id], "tags.model = 'gibbs_lda'")[0]
+    history = client.get_metric_history(run.info.run_id, "training_loss")
+    assert [m.step for m in sorted(history, key=lambda m: m.step)] == [0, 10, 20, 30, 40, 50]
+    assert run.data.metrics["converged"] in (0.0, 1.0)
+    assert run.data.tags["topicbench.training_loss_kind"].startswith("negative log-likelihood")
+    assert "setup_seconds" in run.data.metrics
+
+
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium: scripts/setup.sh --browser installs it (Debian package)")
 def test_html_report_renders_tables_and_images_in_a_browser(tracked, tmp_path):
     from playwright.sync_api import sync_playwright

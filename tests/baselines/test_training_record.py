@@ -1,0 +1,83 @@
+"""What every iterative fit records: its loss curve, whether it converged, and its one-time setup
+apart from its fit time."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from topicbench.baselines import _neural, elda as elda_model
+from topicbench.baselines.base import convergence, training_record
+from topicbench.baselines.registry import MODELS
+from synthetic_lda import lee_corpus, small_synthetic, synthetic_words  # noqa: F401 (fixtures used by name)
+
+
+def test_convergence_is_the_relative_change_over_the_last_tenth_of_the_curve():
+    # 101 points: the last 10% is the last 10 steps, from 110.0 to 100.0 -> 10% change
+    losses = np.concatenate([np.linspace(200.0, 110.0, 91), np.linspace(110.0, 100.0, 11)[1:]])
+    verdict = convergence(losses)
+    assert verdict["training_loss_relative_change"] == pytest.approx(0.10)
+    assert verdict["converged"] is False
+    flat = np.concatenate([np.linspace(200.0, 100.5, 91), np.linspace(100.5, 100.0, 11)[1:]])
+    assert convergence(flat) == {"converged": True, "training_loss_relative_change": pytest.approx(0.005)}
+    # a negative loss (e.g. a bound) is judged on its magnitude; a curve of one point says nothing
+    assert convergence([-10.0, -10.01])["converged"] is True
+    assert convergence([5.0])["converged"] is False
+    assert convergence([1.0, float("nan")])["converged"] is False
+
+
+def test_training_record_pairs_losses_with_steps():
+    assert training_record([3, 2, 1], kind="loss") == {
+        "training_loss": [3.0, 2.0, 1.0], "training_steps": [1, 2, 3], "training_loss_kind": "loss"}
+    with pytest.raises(ValueError, match="2 steps for 3"):
+        training_record([3, 2, 1], kind="loss", steps=[0, 10])
+
+
+@pytest.mark.parametrize("name, settings, steps", [
+    ("gibbs_lda", {"iterations": 30}, [0, 10, 20, 30]),
+    ("gensim_lda", {"passes": 3, "iterations": 10}, [1, 2, 3]),
+    ("prodlda", {"epochs": 3}, [1, 2, 3]),
+    ("etm", {"epochs": 3}, [1, 2, 3]),
+])
+def test_iterative_models_record_their_loss_curve_and_verdict(name, settings, steps, small_synthetic):
+    output = MODELS.get(name)(**settings).fit(small_synthetic.corpus, 4, seed=0)
+    assert output.extra["training_steps"] == steps
+    assert len(output.extra["training_loss"]) == len(steps) and np.all(np.isfinite(output.extra["training_loss"]))
+    assert output.extra["training_loss_kind"]
+    assert output.extra["converged"] == convergence(output.extra["training_loss"])["converged"]
+    assert output.extra["setup_seconds"] >= 0.0
+
+
+def test_neural_models_record_the_device_they_trained_on(small_synthetic):
+    output = MODELS.get("prodlda")(epochs=1).fit(small_synthetic.corpus, 3, seed=0)
+    assert output.settings["device_"] == ("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def test_minibatches_drop_the_short_last_batch_like_a_dataloader():
+    generator = torch.Generator().manual_seed(0)
+    sizes = [len(b) for b in _neural.minibatches(10, 4, generator, drop_last=True)]
+    assert sizes == [4, 4]
+    # without drop_last the short batch stays (merged into the previous one when it is a single row)
+    assert [len(b) for b in _neural.minibatches(10, 4, torch.Generator().manual_seed(0))] == [4, 4, 2]
+    assert [len(b) for b in _neural.minibatches(9, 4, torch.Generator().manual_seed(0))] == [4, 5]
+    # fewer documents than one batch: that one batch is kept rather than training on nothing
+    assert [len(b) for b in _neural.minibatches(3, 4, torch.Generator().manual_seed(0), drop_last=True)] == [3]
+
+
+def test_elda_compiles_its_kernels_once_per_process_outside_the_timed_fit(small_synthetic, monkeypatch):
+    calls = []
+    original = elda_model.ELDA.fit
+
+    def counting_fit(self, corpus, *args, **kwargs):
+        calls.append(corpus.name)
+        return original(self, corpus, *args, **kwargs)
+
+    monkeypatch.setattr(elda_model.ELDA, "fit", counting_fit)
+    monkeypatch.setattr(elda_model, "_WARM_GENERATORS", set())
+    for _ in range(2):
+        output = MODELS.get("elda")(generator="raw_umass").fit(small_synthetic.corpus, None, seed=0)
+    # the warm-up corpus was fitted once (the first setup), the real corpus twice
+    assert calls.count("warm-up") == 1 and len(calls) == 3
+    assert elda_model._WARM_GENERATORS == {"raw_umass"}
+    assert output.extra["setup_seconds"] >= 0.0 and output.fit_seconds > 0.0
