@@ -81,6 +81,16 @@ class BERTopicModel(TopicModel):
         if not (nr_topics is None or nr_topics == "auto" or (isinstance(nr_topics, (int, np.integer)) and nr_topics >= 2)):
             raise InputError(f"{self.name}: nr_topics must be None, 'auto' or an integer >= 2, got {nr_topics!r}")
 
+    def _setup(self, corpus: Corpus) -> None:
+        """Import BERTopic's stack (UMAP compiles numba code on import), load the sentence model
+        and the corpus's (cached) document embeddings, outside the timed fit."""
+        from .embeddings import document_embeddings, load_sentence_model
+
+        for module, package in (("bertopic", None), ("umap", "umap-learn"), ("hdbscan", None)):
+            import_optional(module, model=self.name, package=package)
+        load_sentence_model(self.settings["embedding_model"])
+        document_embeddings(corpus, model_path=self.settings["embedding_model"])
+
     def _fit(self, corpus: Corpus, num_topics: int | None, seed: int) -> TopicModelOutput:
         bertopic = import_optional("bertopic", model=self.name)
         umap = import_optional("umap", model=self.name, package="umap-learn")

@@ -108,9 +108,9 @@ def test_minibatches_partition_the_documents_without_a_single_document_batch():
 
 def test_transport_plan_meets_both_marginals_and_favours_cheap_pairs():
     cost = torch.tensor([[0.0, 4.0, 4.0], [4.0, 0.0, 4.0]])
-    log_a = torch.log(torch.tensor([[0.5], [0.5]]))
-    log_b = torch.log(torch.tensor([[0.4], [0.4], [0.2]]))
-    plan = _transport_plan(torch, cost, log_a, log_b, alpha=3.0, max_iterations=5000, tolerance=1e-6)
+    a = torch.tensor([[0.5], [0.5]])
+    b = torch.tensor([[0.4], [0.4], [0.2]])
+    plan = _transport_plan(torch, cost, a, b, alpha=3.0, max_iterations=5000, tolerance=1e-6)
     np.testing.assert_allclose(plan.sum(dim=1).numpy(), [0.5, 0.5], atol=1e-5)
     np.testing.assert_allclose(plan.sum(dim=0).numpy(), [0.4, 0.4, 0.2], atol=1e-5)
     assert plan[0, 0] > 0.39 and plan[1, 1] > 0.39  # mass goes where it is cheap

@@ -39,6 +39,8 @@ def test_training_record_pairs_losses_with_steps():
     ("gensim_lda", {"passes": 3, "iterations": 10}, [1, 2, 3]),
     ("prodlda", {"epochs": 3}, [1, 2, 3]),
     ("etm", {"epochs": 3}, [1, 2, 3]),
+    ("ctm", {"epochs": 3}, [1, 2, 3]),
+    ("fastopic", {"epochs": 3}, [1, 2, 3]),
 ])
 def test_iterative_models_record_their_loss_curve_and_verdict(name, settings, steps, small_synthetic):
     output = MODELS.get(name)(**settings).fit(small_synthetic.corpus, 4, seed=0)
@@ -49,8 +51,9 @@ def test_iterative_models_record_their_loss_curve_and_verdict(name, settings, st
     assert output.extra["setup_seconds"] >= 0.0
 
 
-def test_neural_models_record_the_device_they_trained_on(small_synthetic):
-    output = MODELS.get("prodlda")(epochs=1).fit(small_synthetic.corpus, 3, seed=0)
+@pytest.mark.parametrize("name", ["prodlda", "fastopic"])
+def test_neural_models_record_the_device_they_trained_on(name, small_synthetic):
+    output = MODELS.get(name)(epochs=1).fit(small_synthetic.corpus, 3, seed=0)
     assert output.settings["device_"] == ("cuda" if torch.cuda.is_available() else "cpu")
 
 
