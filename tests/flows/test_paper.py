@@ -26,6 +26,19 @@ def test_paper_config_fits_each_gibbs_setting_once_for_both_sets(tmp_path):
     assert {"log_likelihood_elda", "log_likelihood_randk", "umass", "cv"} <= set(config.metrics)
 
 
+def test_paper_run_trains_every_baseline_at_its_authors_defaults(tmp_path):
+    from topicbench.tasks.tracking import changed_settings
+
+    (tmp_path / "congress").mkdir()
+    config = paper_config(tmp_path, corpora=("congress",), tracking_uri="sqlite:///x.db")
+    baselines = {model.name: model for model in config.models if model.model in ("prodlda", "etm", "ctm", "fastopic", "bertopic")}
+    assert set(baselines) == {"prodlda", "etm", "ctm", "fastopic", "bertopic"}
+    for name, model in baselines.items():
+        assert changed_settings(model.model, model.settings) == {}, name
+    # a setting given in the config is what the report flags
+    assert changed_settings("ctm", {"epochs": 4, "batch_size": 64}) == {"epochs": [4, 100]}
+
+
 def test_paper_config_names_missing_corpora(tmp_path):
     with pytest.raises(InputError, match="reuters"):
         paper_config(tmp_path, corpora=("reuters",), tracking_uri="sqlite:///x.db")
