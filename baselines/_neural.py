@@ -1,4 +1,5 @@
-"""Shared pieces of the neural topic models (ProdLDA, CTM, ETM, FASTopic) on CPU torch.
+"""Shared pieces of the neural topic models (ProdLDA, CTM, ETM, FASTopic) on torch (CUDA when
+available, see :func:`torch_device`).
 
 - :func:`seeded`: every random draw of a fit (initialisation, mini-batch order, dropout,
   reparameterisation noise) comes from one seed, without touching the caller's global RNG.
@@ -253,11 +254,15 @@ def build_prodlda_network(
             return functional.softmax(mean, dim=1)
 
         def sampled_theta(self, bow, embedding, samples: int):
-            """The mean of ``samples`` draws of softmax(μ + σε) (eval mode): the CTM package's
-            ``get_doc_topic_distribution`` (20 draws)."""
+            """The mean of ``samples`` draws of softmax(μ + σε), ε ~ N(0, I), from the encoder as
+            it is (eval mode in :func:`infer_theta`): OCTIS AVITM's ``get_thetas`` (10 draws) and
+            the CTM package's ``get_doc_topic_distribution`` (20 draws)."""
             mean, log_variance = self.encode(bow, embedding)
-            noise = torch.randn((samples, *mean.shape), device=mean.device)
-            return functional.softmax(mean + torch.exp(0.5 * log_variance) * noise, dim=-1).mean(dim=0)
+            sigma = torch.exp(0.5 * log_variance)
+            total = torch.zeros_like(mean)
+            for _ in range(samples):
+                total += functional.softmax(mean + sigma * torch.randn_like(mean), dim=1)
+            return total / samples
 
         def topic_word(self):
             """p(w | k) = softmax(β_k), shape (K, V)."""

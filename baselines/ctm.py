@@ -1,13 +1,14 @@
 """Contextualized Topic Models (Bianchi et al. 2021): ProdLDA whose encoder reads a sentence
-embedding of the document, on CPU torch.
+embedding of the document, on torch (CUDA when available).
 
 The network is the authors' package's (``contextualized-topic-models`` 2.6.1,
 ``DecoderNetwork``): CombinedTM's encoder reads the bag of words concatenated with a linear map
 of the embedding to V dimensions; ZeroShotTM's reads the embedding alone; the logistic-normal
 prior (mean 0, variance 1 - 1/K at the start) is learned; Adam with lr 2e-3 and
-β = (0.99, 0.99), batches of 64, 100 epochs. ``tests/baselines/test_ctm_fidelity.py`` proves it
-equal to the package: the same initial weights from a seed, and the same loss and gradients at
-the same parameters and batch. It is written here, on
+β = (0.99, 0.99), batches of 64 (the last, short one dropped), 100 epochs; a document's θ is the
+mean of 20 posterior draws, as the package's ``get_doc_topic_distribution``.
+``tests/baselines/test_ctm_fidelity.py`` proves it equal to the package: the same initial weights
+from a seed, and the same loss and gradients at the same parameters and batch. It is written here, on
 :func:`~topicbench.baselines._neural.build_prodlda_network`, because it reads the bag of words
 sparsely (only each document's stored counts), where the package builds the dense B x V batch:
 the same numbers, much faster on a large vocabulary. Embeddings come from the local
@@ -53,6 +54,7 @@ class CTM(ProdLDA):
     uses_document_embeddings = True
     adam_second_moment_decay = 0.99
     drop_last_batch = True  # the package's DataLoader(shuffle=True, drop_last=True)
+    theta_samples = 20  # the package's get_doc_topic_distribution(n_samples=20)
 
     def _check_settings(self, settings: dict) -> None:
         super()._check_settings(settings)

@@ -1,10 +1,16 @@
-"""The Embedded Topic Model (Dieng, Ruiz & Blei 2020) on CPU torch.
+"""The Embedded Topic Model (Dieng, Ruiz & Blei 2020) on torch (CUDA when available).
 
 Written here: ETM has no maintained package on PyPI (the authors publish research code; OCTIS
-vendors a copy and pins old torch). The model and defaults follow the authors' code and OCTIS's
-ETM: topic-word distributions β_k = softmax(ρ α_k) over word embeddings ρ and topic embeddings
-α_k, a logistic-normal encoder q(δ_d) = N(μ_d, σ_d²) on the normalised bag of words, θ_d =
-softmax(δ_d), and the ELBO with a standard normal prior.
+vendors a copy and pins old torch). The model follows the authors' code as OCTIS ships it
+(``octis/models/ETM_model/etm.py``, Dieng et al.'s ``etm.py``): topic-word distributions
+β_k = softmax(ρ α_k) over word embeddings ρ and topic embeddings α_k, a logistic-normal encoder
+q(δ_d) = N(μ_d, σ_d²) on the normalised bag of words, θ_d = softmax(δ_d), and the ELBO with a
+standard normal prior, minimised per document on average over each mini-batch (the authors'
+``recon_loss.mean() + kld_theta``). OCTIS does not ship the authors' ``main.py``, so the
+defaults are those of OCTIS's wrapper ``octis/models/ETM.py`` (each one's source is listed
+under Settings); its training loop is the authors' except that it does not reshuffle the
+documents each epoch, which the authors' ``main.py`` does (``torch.randperm``) and this one does.
+``benchmarks/bench_fidelity.py`` trains OCTIS's code beside this one and compares their topics.
 
 Word embeddings ρ are either trained with the model (``word_embeddings="trained"``, the ETM
 paper's "ETM" without pre-fitted embeddings) or taken, fixed, from the local
@@ -41,20 +47,25 @@ class ETM(TopicModel):
     word_embeddings : {"trained", "sentence_transformer"}
         Learn ρ with the model, or fix it to the local sentence-transformers word vectors.
     embedding_size : int
-        Size of ρ and α_k when trained (OCTIS: 300); with fixed vectors, their size (384).
+        Size of ρ and α_k when trained (OCTIS ``rho_size=300``, ``embedding_size=300``; ρ is
+        trained, ``train_embeddings=True``); with fixed vectors, their size (384).
     embedding_model : str or None
         A local sentence-transformers folder for ``"sentence_transformer"`` (``None``: the bundled
         all-MiniLM-L6-v2).
     hidden_size : int
-        Width of the encoder's two layers (OCTIS/authors: 800).
+        Width of the encoder's two layers (OCTIS ``t_hidden_size=800``, as the authors' script).
     activation : {"relu", "softplus", "tanh"}
-        Encoder activation (OCTIS: relu).
+        Encoder activation (OCTIS ``activation="relu"``, as the authors' ``theta_act``).
     dropout : float
-        Dropout on the encoder's hidden layer (OCTIS: 0.5).
+        Dropout on the encoder's hidden layer (OCTIS ``dropout=0.5``; the authors' script:
+        ``enc_drop=0.0``).
     epochs, batch_size : int
-        OCTIS: 100 epochs, batches of 128 (the authors' code: batches of 1000).
+        OCTIS ``num_epochs=100``, ``batch_size=128`` (the authors' script: batches of 1000, and
+        "150 for 20ng 100 for others" epochs).
     learning_rate, weight_decay : float
-        Adam (authors: 0.005 and 1.2e-6).
+        Adam (OCTIS ``optimizer="adam"``, ``lr=0.005``, ``wdecay=1.2e-6``, as the authors'
+        script; no gradient clipping, ``clip=0.0``; the encoder reads counts / document length,
+        ``bow_norm=1``).
     threads : int
         torch CPU threads during the fit.
     top_words : int
@@ -63,7 +74,8 @@ class ETM(TopicModel):
     Notes
     -----
     Document proportions in the output are softmax(μ_d) (the encoder's posterior mean, no
-    sampling). ETM assigns no topics to tokens.
+    sampling: the authors' ``get_theta`` in evaluation mode, as OCTIS's ``get_info``); topic-word
+    rows are β_k (``get_beta``). ETM assigns no topics to tokens.
     """
 
     name = "etm"
@@ -112,7 +124,7 @@ class ETM(TopicModel):
                 hidden_size=int(settings["hidden_size"]),
                 activation=settings["activation"],
                 dropout=float(settings["dropout"]),
-            )
+            ).to(_neural.torch_device())
             optimizer = _neural.adam(
                 network.parameters(), lr=float(settings["learning_rate"]), weight_decay=float(settings["weight_decay"])
             )
@@ -146,7 +158,10 @@ def _build_network(*, vocabulary_size, num_topics, embedding_size, fixed_vectors
         def __init__(self):
             super().__init__()
             if fixed_vectors is None:
-                self.word_embeddings = nn.Parameter(torch.empty(vocabulary_size, embedding_size).normal_(0.0, 1.0 / embedding_size**0.5))
+                # the authors' rho = nn.Linear(rho_size, V, bias=False): its weight (V x rho_size)
+                # starts uniform on ±1/sqrt(rho_size) (torch's default Linear initialisation)
+                bound = 1.0 / embedding_size**0.5
+                self.word_embeddings = nn.Parameter(torch.empty(vocabulary_size, embedding_size).uniform_(-bound, bound))
             else:
                 self.register_buffer("word_embeddings", torch.as_tensor(np.asarray(fixed_vectors), dtype=torch.float32))
             self.topic_embeddings = nn.Linear(embedding_size, num_topics, bias=False)
@@ -174,13 +189,19 @@ def _build_network(*, vocabulary_size, num_topics, embedding_size, fixed_vectors
             return functional.softmax(mean, dim=1)
 
         def loss(self, bow, embedding):
-            """Negative ELBO summed over the batch (eq. 6-7)."""
+            """Negative ELBO (eq. 6-7): its value is the sum over the batch (what the training
+            loop reports per document), its gradient that of the mean over the batch, the
+            objective the authors' code minimises (``recon_loss.mean() + kld_theta``, both batch
+            means). The scale matters: Adam's weight decay is added to the gradient, so on the
+            sum it would weigh batch-size times less."""
             mean, log_variance = self.encode(bow)
             delta = mean + (0.5 * log_variance).exp() * torch.randn_like(mean)
             theta = functional.softmax(delta, dim=1)
             # p(w | d) = θ_d · β_w, needed only at the document's own words
             reconstruction = -bow.weighted_log_sum(bow.mixture_at_entries(theta, self.topic_word()), ETM_LOG_EPSILON)
             kl = -0.5 * (1 + log_variance - mean**2 - log_variance.exp()).sum(dim=1)
-            return (reconstruction + kl).sum()
+            per_document = reconstruction + kl
+            batch_mean = per_document.mean()
+            return batch_mean + (per_document.sum() - batch_mean).detach()
 
     return ETMNetwork()

