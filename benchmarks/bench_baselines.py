@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import logging
 import resource
 import signal
@@ -87,10 +88,12 @@ def child_fit(corpus_name: str, run: str, num_topics: int, seed: int, extra_sett
     }
 
 
-def run_child(arguments: list[str], timeout: float) -> dict:
-    command = [sys.executable, __file__, "--child", *arguments]
+def run_child(arguments: list[str], timeout: float, *, script: str = __file__, environment: dict | None = None) -> dict:
+    """Run ``script --child ARGUMENTS`` in a fresh process; its last JSON line, or {"error": why}."""
+    command = [sys.executable, script, "--child", *arguments]
     try:
-        finished = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+        finished = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
+                                  env={**os.environ, **(environment or {})})
     except subprocess.TimeoutExpired:
         return {"error": f"timed out after {timeout:.0f} s"}
     lines = [line for line in finished.stdout.splitlines() if line.startswith("{")]

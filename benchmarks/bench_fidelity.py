@@ -50,7 +50,6 @@ import logging
 import os
 import random
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -59,6 +58,7 @@ from pathlib import Path
 
 import numpy as np
 from bench_baselines import parse_settings  # the same --set MODEL key=value syntax
+from bench_baselines import run_child as run_script_child
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 MODELS = ("prodlda", "etm", "ctm", "fastopic")
@@ -315,20 +315,7 @@ def child_embed(corpus_name: str) -> dict:
 
 
 def run_child(arguments: list[str], timeout: float) -> dict:
-    command = [sys.executable, __file__, "--child", *arguments]
-    try:
-        finished = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
-                                  env={**os.environ, **CHILD_ENVIRONMENT})
-    except subprocess.TimeoutExpired:
-        return {"error": f"timed out after {timeout:.0f} s"}
-    lines = [line for line in finished.stdout.splitlines() if line.startswith("{")]
-    if finished.returncode != 0 or not lines:
-        if finished.returncode < 0:
-            reason = f"killed by {signal.Signals(-finished.returncode).name}"
-        else:
-            reason = (finished.stderr.strip().splitlines() or [f"exit status {finished.returncode}, no output"])[-1]
-        return {"error": reason[:300]}
-    return json.loads(lines[-1])
+    return run_script_child(arguments, timeout, script=__file__, environment=CHILD_ENVIRONMENT)
 
 
 # ------------------------------------------------------------------------------------------------
