@@ -52,6 +52,8 @@ class TopicModel(abc.ABC):
     reproducible: bool = True
     supports_transform: bool = False
     uses_document_embeddings: bool = False
+    #: Values other than the default's type that a setting also takes, e.g. ``{"alpha": ("auto",)}``.
+    setting_alternatives: dict = {}
 
     def __init__(self, **settings):
         unknown = sorted(set(settings) - set(self.defaults))
@@ -60,6 +62,7 @@ class TopicModel(abc.ABC):
                 f"{self.name}: unknown settings {unknown}; known: {sorted(self.defaults)}"
             )
         self.settings = {**self.defaults, **settings}
+        self._check_setting_types(self.settings)
         self._check_settings(self.settings)
         self._fitted_vocabulary: tuple | None = None
 
@@ -131,6 +134,35 @@ class TopicModel(abc.ABC):
     def _check_settings(self, settings: dict) -> None:
         """Raise :class:`InputError` for a setting value the model cannot use (default: no checks)."""
 
+    def _check_setting_types(self, settings: dict) -> None:
+        """Each setting has its default's type (a bool is not an int, a string not a number), or
+        is one of the model's ``setting_alternatives``; a default of None takes anything the
+        model's own checks accept."""
+        for key, default in self.defaults.items():
+            value = settings[key]
+            if default is None or value in self.setting_alternatives.get(key, ()):
+                continue
+            if isinstance(default, bool):
+                ok, kind = isinstance(value, (bool, np.bool_)), "true or false"
+            elif isinstance(default, (int, np.integer)):
+                ok, kind = isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)), "an integer"
+            elif isinstance(default, (float, np.floating)):
+                ok, kind = isinstance(value, (int, float, np.number)) and not isinstance(value, (bool, np.bool_)), "a number"
+            elif isinstance(default, (tuple, list)):
+                ok, kind = isinstance(value, (tuple, list)), "a list"
+            elif isinstance(default, str):
+                ok, kind = isinstance(value, str), "a string"
+            else:
+                continue
+            if not ok:
+                also = "".join(f" or {alternative!r}" for alternative in self.setting_alternatives.get(key, ()))
+                raise InputError(f"{self.name}: setting {key!r} must be {kind}{also}, got {value!r}")
+
+    def check_num_topics(self, num_topics) -> None:
+        """Raise :class:`InputError` unless ``num_topics`` (K) suits this model as configured
+        (default: K is required, an integer >= 1). Runs at config time, before any work."""
+        self._require_num_topics(num_topics)
+
     def _transform(self, corpus: Corpus) -> np.ndarray:
         raise NotImplementedError
 
@@ -140,7 +172,7 @@ class TopicModel(abc.ABC):
 
     def _require_num_topics(self, num_topics) -> int:
         """``num_topics`` as an int >= 1, or an :class:`InputError` naming the model."""
-        if num_topics is None or isinstance(num_topics, bool) or int(num_topics) != num_topics or num_topics < 1:
+        if isinstance(num_topics, (bool, np.bool_)) or not isinstance(num_topics, (int, np.integer)) or num_topics < 1:
             raise InputError(f"{self.name}: num_topics must be an integer >= 1, got {num_topics!r}")
         return int(num_topics)
 

@@ -75,6 +75,11 @@ class BERTopicModel(TopicModel):
     supports_transform = True
     uses_document_embeddings = True
 
+    def check_num_topics(self, num_topics) -> None:
+        """K is needed only to reduce the topics to it; HDBSCAN chooses the number otherwise."""
+        if num_topics is not None or self.settings["reduce_to_num_topics"]:
+            self._require_num_topics(num_topics)
+
     def _check_settings(self, settings: dict) -> None:
         require_integers(self.name, settings, {"min_topic_size": 2, "umap_neighbors": 2, "umap_components": 1, "top_words": 1})
         nr_topics = settings["nr_topics"]

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from topicbench.core.config import OUTPUT_TOP_WORDS
+from topicbench.core.config import GENERATORS, OUTPUT_TOP_WORDS
 from topicbench.core.corpus import Corpus, corpus_from_token_lists
 from topicbench.core.elda import ELDA
 from topicbench.core.output import TopicModelOutput
+from topicbench.core.validation import InputError, check_kappa
 
-from .base import TopicModel
+from .base import TopicModel, require_choice, require_integers
 
 #: Generators whose numba kernels this process has compiled (or loaded from numba's cache).
 _WARM_GENERATORS: set = set()
@@ -22,6 +23,19 @@ class ELDAModel(TopicModel):
 
     name = "elda"
     defaults = {"kappa": 2.0, "generator": "cooccurrence", "top_words": OUTPUT_TOP_WORDS}
+
+    def _check_settings(self, settings: dict) -> None:
+        try:
+            check_kappa(settings["kappa"])
+        except InputError as error:
+            raise InputError(f"{self.name}: {error}") from None
+        require_choice(self.name, "generator", settings["generator"], GENERATORS)
+        require_integers(self.name, settings, {"top_words": 1})
+
+    def check_num_topics(self, num_topics) -> None:
+        """E-LDA chooses how many topics it uses: a K, if given, is ignored but must be sane."""
+        if num_topics is not None:
+            self._require_num_topics(num_topics)
 
     def _setup(self, corpus: Corpus) -> None:
         """Compile (or load from numba's on-disk cache) the kernels once per process, on a

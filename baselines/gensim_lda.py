@@ -63,6 +63,8 @@ class GensimLDA(TopicModel):
     }
     supports_transform = True
 
+    setting_alternatives = {"alpha": ("auto",)}
+
     def _check_settings(self, settings: dict) -> None:
         if settings["alpha"] != "auto":
             try:

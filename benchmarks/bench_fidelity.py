@@ -54,6 +54,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -355,7 +356,8 @@ def compare(ours, reference) -> dict:
         return {**result, "pooled_sd": None, "within_noise": None, "welch_p": None}
     pooled = float(np.sqrt((a.var(ddof=1) + b.var(ddof=1)) / 2))
     within = abs(result["difference"]) <= 2 * pooled
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # identical scores (sd 0) give no p-value
         p_value = float(stats.ttest_ind(a, b, equal_var=False).pvalue)
     return {**result, "pooled_sd": pooled, "within_noise": bool(within), "welch_p": None if np.isnan(p_value) else p_value}
 

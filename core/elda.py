@@ -21,7 +21,7 @@ from .config import DEFAULT_TOP_WORDS, GENERATORS, NULL_TOPIC_LOG_SCORE, OUTPUT_
 from .corpus import Corpus
 from .generators import Candidates, keyword_candidates
 from .output import TopicModelOutput, topic_document_from_token_topics
-from .validation import InputError, check_budget, check_kappa
+from .validation import InputError, check_budget, check_epsilon, check_kappa
 
 logger = logging.getLogger(__name__)
 
@@ -505,6 +505,10 @@ class ELDA:
         check_kappa(self.kappa)
         if self.algorithm not in ALGORITHMS:
             raise InputError(f"unknown algorithm {self.algorithm!r}; available: {', '.join(ALGORITHMS)}")
+        if self.algorithm == "parallel":  # checked before a cluster starts or candidates are built
+            check_epsilon(self.epsilon)
+            if self.workers is not None and (isinstance(self.workers, bool) or not isinstance(self.workers, int) or self.workers < 1):
+                raise InputError(f"workers must be an integer >= 1, got {self.workers!r}")
         if candidates is None:
             if self.generator not in GENERATORS:
                 raise InputError(f"unknown generator {self.generator!r}; available: {', '.join(GENERATORS)}")

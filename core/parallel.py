@@ -45,7 +45,7 @@ from .config import NULL_TOPIC_LOG_SCORE
 from .corpus import Corpus
 from .elda import DocumentArrays, Solution, first_round, solution_from_links
 from .generators import Candidates
-from .validation import InputError, check_budget
+from .validation import InputError, check_budget, check_epsilon
 
 logger = logging.getLogger(__name__)
 
@@ -284,8 +284,7 @@ def parallel_elda(
     on_progress : callable, optional
         ``on_progress(links_made, budget, log_posterior)`` after every round.
     """
-    if not 0 < epsilon < 1:
-        raise InputError(f"epsilon must lie in (0, 1), got {epsilon!r}")
+    check_epsilon(epsilon)
     if max_sequence < 1:
         raise InputError(f"max_sequence must be >= 1, got {max_sequence!r}")
     if candidates.n_words != corpus.n_words:

@@ -27,6 +27,13 @@ def check_kappa(kappa: float) -> float:
     return value
 
 
+def check_epsilon(epsilon: float) -> float:
+    """Check the parallel algorithm's accuracy parameter, 0 < epsilon < 1 (spec §3)."""
+    if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float, np.number)) or not 0 < epsilon < 1:
+        raise InputError(f"epsilon must lie in (0, 1), got {epsilon!r}")
+    return float(epsilon)
+
+
 def check_budget(kappa: float, n_documents: int, n_topics: int) -> int:
     """Resolve the global budget k = floor(kappa * D) and check that it can be met.
 

@@ -65,24 +65,41 @@ class Job:
 
 @flow(name="benchmark", validate_parameters=False)
 def benchmark(config: BenchmarkConfig) -> dict:
-    """Fit every (corpus, model, seed) of ``config`` not already finished, score and track it.
+    """Fit every (corpus, model, seed) of ``config`` that is neither finished nor being fitted by
+    another process on the same store, score and track it.
 
     A model that fails is recorded as a FAILED nested run with its error and the others go on;
-    the flow then ends Failed, naming what failed.
+    the flow then ends Failed, naming what failed. Any other exit (an error of the flow itself, an
+    interrupt) ends the parent and every claimed run FAILED or KILLED, with the cause, and raises.
     """
-    log = get_run_logger()
     tracker = Tracker(config.tracking_uri, config.experiment)
     parent = tracker.open_parent(config)
-    finished = tracker.finished_run_keys()
+    try:
+        with tracker.heartbeat():
+            return _fit_score_and_track(config, tracker, parent)
+    except BaseException as error:  # interrupts included: nothing is left RUNNING
+        tracker.abandon(error)
+        raise
+
+
+def _fit_score_and_track(config: BenchmarkConfig, tracker: Tracker, parent: str):
+    """The benchmark's body: claim the runs, fit them concurrently, score and log each as it ends."""
+    log = get_run_logger()
     splits = {spec.name: _splits(load_corpus(spec)) for spec in config.corpora}
     jobs = [
         Job(spec, splits[spec.name][0], model, seed, config)
         for spec in config.corpora for model in config.models for seed in config.seeds
     ]
+    claims = tracker.claim_jobs(parent, jobs)
+    finished = [job for job in jobs if claims[job].finished_by]
+    elsewhere = [f"{job.label}: claimed by {claims[job].held_by}" for job in jobs if claims[job].held_by]
+    for line in elsewhere:
+        log.info("skipped %s", line)
     # Largest corpora first: the costliest fits start early and the run does not end on one long
     # fit while the other workers idle (the order of results does not matter).
-    todo = sorted((job for job in jobs if job.key not in finished), key=lambda job: -job.corpus_data.n_tokens)
-    log.info("%d runs: %d already finished (skipped), %d to run", len(jobs), len(jobs) - len(todo), len(todo))
+    todo = sorted((job for job in jobs if claims[job].run_id), key=lambda job: -job.corpus_data.n_tokens)
+    log.info("%d runs: %d already finished (skipped), %d fitted by other processes, %d to run",
+             len(jobs), len(finished), len(elsewhere), len(todo))
     embeddings = _embed_documents_once(todo)
     futures = {
         fit_model.submit(
@@ -96,6 +113,7 @@ def benchmark(config: BenchmarkConfig) -> dict:
     started = time.perf_counter()
     for done, (future, job) in enumerate(finished_one_by_one(futures), start=1):
         result = future.result(raise_on_failure=False)
+        run_id = claims[job].run_id
         try:
             if isinstance(result, BaseException):
                 raise result
@@ -107,17 +125,19 @@ def benchmark(config: BenchmarkConfig) -> dict:
             with _scoring_threads(config):
                 scores, skipped = score_model_output(output, contexts[job.corpus.name], job.metrics, job.seed, heldout_theta)
         except Exception as error:  # a failed fit or scoring: record it, go on with the others
-            log_failed_run(tracker, parent, job, error)
+            log_failed_run(tracker, run_id, job, error)
+            tracker.open_runs.discard(run_id)
             failed.append(f"{job.label}: {type(error).__name__}: {error}")
             log.warning("[%d/%d] %s FAILED: %s", done, len(todo), job.label, error)
             continue
-        log_model_run(tracker, parent, job, output, scores, skipped)
+        log_model_run(tracker, run_id, job, output, scores, skipped)
+        tracker.open_runs.discard(run_id)
         logged.append(job.label)
         log.info("[%d/%d] %s: fitted in %.1f s (%.0f s elapsed)", done, len(todo), job.label,
                  output.fit_seconds, time.perf_counter() - started)
     summary = {
-        "experiment": config.experiment, "runs": len(jobs), "skipped_finished": len(jobs) - len(todo),
-        "logged": logged, "failed": failed, "parent_run_id": parent,
+        "experiment": config.experiment, "runs": len(jobs), "skipped_finished": len(finished),
+        "claimed_elsewhere": elsewhere, "logged": logged, "failed": failed, "parent_run_id": parent,
     }
     tracker.close_parent(parent, summary, failed)
     if failed:
@@ -170,10 +190,42 @@ def _splits(corpus: Corpus):
 
 
 def run_benchmark(config: BenchmarkConfig):
-    """Run the benchmark flow on the config's task runner; returns the flow's final state."""
-    check_tracking_uri(config.tracking_uri)  # before any work: an unreachable store fails now
+    """Run the benchmark flow on the config's task runner.
+
+    Returns
+    -------
+    prefect.State
+        The flow's final state: Completed (its result is the summary dict), or Failed when some
+        fits failed (``state.message``: "N of M runs failed: label: error; ...").
+
+    Raises
+    ------
+    TrackingError
+        The tracking store cannot be used (checked before any work).
+    PrefectServerStartError
+        The temporary Prefect API server did not start (twice).
+    Exception
+        Any failure of the flow itself (not of a single fit), re-raised as the original exception
+        with its type and message, e.g. ``InputError("corpus not found: ...")`` or
+        ``OSError("Timed out trying to connect to tcp://...")``: its message is the real cause.
+    KeyboardInterrupt
+        On SIGINT (and SIGTERM, once the CLI turns it into KeyboardInterrupt), after the parent
+        and the claimed runs were marked KILLED and the temporary servers stopped.
+    """
+    check_tracking_uri(config.tracking_uri)  # before any work: an unusable store fails now
     prefect_defaults()
-    needs_server = uses_worker_processes(config.workers, config.scheduler)
-    with shared_prefect_server(needs_server):
+    with shared_prefect_server(uses_worker_processes(config.workers, config.scheduler)):
         runner = task_runner(config.workers, config.scheduler)
-        return benchmark.with_options(task_runner=runner)(config, return_state=True)
+        state = benchmark.with_options(task_runner=runner)(config, return_state=True)
+    raise_flow_error(state)
+    return state
+
+
+def raise_flow_error(state) -> None:
+    """Raise the exception that stopped the flow itself, if one did (a Failed or Crashed state whose
+    result is an exception rather than the summary of failed fits)."""
+    if not (state.is_failed() or state.is_crashed()):
+        return
+    outcome = state.result(raise_on_failure=False)
+    if isinstance(outcome, BaseException):
+        raise outcome

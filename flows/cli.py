@@ -7,11 +7,17 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 import time
+from pathlib import Path
 
 from topicbench.core.config import DEFAULT_TOP_WORDS, GENERATORS
 from topicbench.core.validation import InputError
+from topicbench.flows.checks import (
+    DEFAULT_CONNECT_TIMEOUT, check_output_file, check_output_folder, check_port_free,
+    check_scheduler_reachable, integer_at_least, number_in, port_number,
+)
 from topicbench.flows.config import DEFAULT_TRACKING_URI
 
 logger = logging.getLogger("topicbench")
@@ -35,22 +41,23 @@ def build_parser() -> argparse.ArgumentParser:
         "line, or 'lee' (gensim's bundled Lee news corpus; the default)",
     )
     elda.add_argument("--generator", choices=GENERATORS, default="raw_umass", help="keyword topic generator (spec §2)")
-    elda.add_argument("--kappa", type=float, default=2.0, help="mean number of topics per document (>= 1)")
+    elda.add_argument("--kappa", type=number_in(1), default=2.0, help="mean number of topics per document (>= 1)")
     elda.add_argument(
         "--preprocessed", action="store_true",
         help="take the corpus as already preprocessed: tokens split on single spaces, nothing else changed",
     )
     elda.add_argument("--stem", action="store_true", help="Snowball-stem words (raw text only)")
-    elda.add_argument("--min-df", type=int, default=1, help="keep words in at least this many documents (raw text only)")
+    elda.add_argument("--min-df", type=integer_at_least(1), default=1, help="keep words in at least this many documents (raw text only)")
     elda.add_argument("--drop-unknown", action="store_true", help="drop tokens missing from vocabulary.txt instead of failing")
     elda.add_argument("--algorithm", choices=("greedy", "parallel"), default="greedy",
                       help="exact FastGreedy, or the low-adaptivity parallel algorithm on Dask")
-    elda.add_argument("--epsilon", type=float, default=0.1, help="accuracy parameter of the parallel algorithm")
-    elda.add_argument("--seed", type=int, default=0, help="seed of the parallel algorithm")
-    elda.add_argument("--workers", type=int, help="workers of the local Dask cluster (default: cores)")
+    elda.add_argument("--epsilon", type=number_in(0, 1, low_open=True), default=0.1, help="accuracy parameter of the parallel algorithm")
+    elda.add_argument("--seed", type=integer_at_least(0), default=0, help="seed of the parallel algorithm")
+    elda.add_argument("--workers", type=integer_at_least(1), help="workers of the local Dask cluster (default: cores)")
     elda.add_argument("--scheduler", metavar="ADDRESS", help="run on an existing Dask scheduler instead")
-    elda.add_argument("--top", type=int, default=10, help="number of topics to print")
-    elda.add_argument("--top-words", type=int, default=DEFAULT_TOP_WORDS, help="words shown per topic")
+    _connect_timeout_argument(elda)
+    elda.add_argument("--top", type=integer_at_least(0), default=10, help="number of topics to print")
+    elda.add_argument("--top-words", type=integer_at_least(1), default=DEFAULT_TOP_WORDS, help="words shown per topic")
     elda.add_argument("--json", metavar="OUT", help="write the result as JSON to OUT")
     elda.add_argument("--parquet", metavar="DIR", help="write links, token topics and topics as Parquet to DIR")
     elda.set_defaults(handler=run_elda)
@@ -63,9 +70,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("config", nargs="?", help="a benchmark YAML config")
     run.add_argument("--tracking-uri", help=f"MLflow tracking URI (default: {DEFAULT_TRACKING_URI})")
     run.add_argument("--experiment", help="MLflow experiment name (overrides the config)")
-    run.add_argument("--workers", type=int, help="Dask worker processes fitting models concurrently")
+    run.add_argument("--workers", type=integer_at_least(1), help="Dask worker processes fitting models concurrently")
     run.add_argument("--scheduler", metavar="ADDRESS", help="run the fits on an existing Dask scheduler")
-    run.add_argument("--seeds", type=int, nargs="+", help="seeds (overrides the config)")
+    _connect_timeout_argument(run)
+    run.add_argument("--seeds", type=integer_at_least(0), nargs="+", help="seeds (overrides the config)")
     run.add_argument("--no-report", action="store_true", help="do not write the report afterwards")
     run.add_argument("--out", help="report folder (default: results/<experiment>)")
     run.set_defaults(handler=run_benchmark_command)
@@ -83,33 +91,42 @@ def build_parser() -> argparse.ArgumentParser:
     paper.add_argument("--baselines", nargs="*", help="Set 2 baselines to include (default: every one registered)")
     paper.add_argument("--corpora", nargs="+", help="subset of congress reuters 20ng_politics")
     paper.add_argument("--data", help="folder holding congress/, reuters/ and 20ng_politics/ (default: ../shared/data)")
-    paper.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    paper.add_argument("--iterations", type=int, default=1000, help="Gibbs sweeps (the paper: 1000)")
-    paper.add_argument("--workers", type=int, default=2)
+    paper.add_argument("--seeds", type=integer_at_least(0), nargs="+", default=[0, 1, 2])
+    paper.add_argument("--iterations", type=integer_at_least(1), default=1000, help="Gibbs sweeps (the paper: 1000)")
+    paper.add_argument("--workers", type=integer_at_least(1), default=2)
     paper.add_argument("--scheduler", metavar="ADDRESS", help="run the fits on an existing Dask scheduler")
+    _connect_timeout_argument(paper)
     paper.add_argument("--tracking-uri", help=f"MLflow tracking URI (default: {DEFAULT_TRACKING_URI})")
     paper.add_argument("--out", default="results/paper")
     paper.set_defaults(handler=run_paper_command)
 
     ui = commands.add_parser("ui", help="open the MLflow UI on 127.0.0.1")
     ui.add_argument("--tracking-uri", help=f"MLflow tracking URI (default: {DEFAULT_TRACKING_URI})")
-    ui.add_argument("--port", type=int, default=5000)
+    ui.add_argument("--port", type=port_number, default=5000)
     ui.set_defaults(handler=run_ui_command)
     return parser
+
+
+def _connect_timeout_argument(parser) -> None:
+    parser.add_argument(
+        "--connect-timeout", type=number_in(0, low_open=True), default=DEFAULT_CONNECT_TIMEOUT, metavar="SECONDS",
+        help=f"how long to wait for --scheduler to answer before giving up (default: {DEFAULT_CONNECT_TIMEOUT:g})",
+    )
 
 
 def _tracking_uri(value: str | None) -> str:
     """The given URI, or the default sqlite database under ./results/ as an absolute path."""
     if value:
         return value
-    from pathlib import Path
-
     return "sqlite:///" + str(Path.cwd() / "results" / "mlflow.db")
 
 
 def run_benchmark_command(args) -> int:
     from topicbench.flows.benchmark import run_benchmark
     from topicbench.flows.config import BenchmarkConfig, default_config
+    from topicbench.tasks.tracking import check_tracking_uri
+
+    _hide_library_tracebacks(args.verbose)
 
     config = BenchmarkConfig.from_yaml(args.config) if args.config else default_config()
     overrides = {"tracking_uri": _tracking_uri(args.tracking_uri) if (args.tracking_uri or not args.config or config.tracking_uri == DEFAULT_TRACKING_URI) else config.tracking_uri}
@@ -122,6 +139,14 @@ def run_benchmark_command(args) -> int:
     if args.seeds:
         overrides["seeds"] = args.seeds
     config = config.replace(**overrides)
+    # everything that can fail without running anything fails now
+    out = args.out or str(Path.cwd() / "results" / config.experiment)
+    if not args.no_report:
+        check_output_folder(out, "--out (the report folder)")
+    if config.scheduler:
+        check_scheduler_reachable(config.scheduler, args.connect_timeout)
+    check_tracking_uri(config.tracking_uri)
+
     started = time.perf_counter()
     state = run_benchmark(config)
     seconds = time.perf_counter() - started
@@ -130,30 +155,51 @@ def run_benchmark_command(args) -> int:
     print(f"benchmark {config.experiment!r}: {'FAILED' if failed else 'completed'} in {seconds:.0f} s; "
           f"tracking at {config.tracking_uri}")
     if not args.no_report:
-        from topicbench.flows.report import report
-
-        written = report(config.experiment, config.tracking_uri, args.out)
-        print(f"report: {written['markdown']} and {written['html']}")
+        _write_report(config.experiment, config.tracking_uri, out)
     if failed:
+        # the flow's own cause last: a report of the runs that did finish must not hide it
         print(f"topicbench: error: {state.message}", file=sys.stderr)
         return 1
     if isinstance(summary, dict):
-        print(f"{len(summary['logged'])} runs logged, {summary['skipped_finished']} already finished (skipped)")
+        elsewhere = summary.get("claimed_elsewhere", [])
+        print(f"{len(summary['logged'])} runs logged, {summary['skipped_finished']} already finished (skipped)"
+              + (f", {len(elsewhere)} being fitted by another process (skipped)" if elsewhere else ""))
     return 0
 
 
+def _write_report(experiment: str, tracking_uri: str, out: str) -> None:
+    """The report of whatever runs the store holds; when it has none (the flow failed before its
+    first fit), say so and go on, so that the flow's error stays the last line."""
+    from topicbench.flows.report import report
+
+    try:
+        written = report(experiment, tracking_uri, out)
+    except InputError as error:
+        logger.warning("no report written: %s", error)
+        return
+    print(f"report: {written['markdown']} and {written['html']}")
+
+
 def run_paper_command(args) -> int:
-    from topicbench.flows.paper import SHARED_DATA, PAPER_NOTES, run_paper
+    from topicbench.flows.paper import PAPER_CORPORA, PAPER_NOTES, SET2_BASELINES, SHARED_DATA, paper_config, run_paper
+    from topicbench.tasks.tracking import check_tracking_uri
+
+    _hide_library_tracebacks(args.verbose)
+
+    tracking_uri = _tracking_uri(args.tracking_uri)
+    settings = dict(
+        data=args.data or SHARED_DATA, seeds=args.seeds, iterations=args.iterations, workers=args.workers,
+        baselines=tuple(args.baselines) if args.baselines is not None else tuple(SET2_BASELINES),
+        corpora=tuple(args.corpora or PAPER_CORPORA),
+    )
+    paper_config(**settings, tracking_uri=tracking_uri)  # the corpora, baselines and seeds, checked
+    check_output_folder(args.out, "--out (the report folder)")
+    if args.scheduler:
+        check_scheduler_reachable(args.scheduler, args.connect_timeout)
+    check_tracking_uri(tracking_uri)
 
     started = time.perf_counter()
-    from topicbench.flows.paper import PAPER_CORPORA, SET2_BASELINES
-
-    state = run_paper(
-        data=args.data or SHARED_DATA, seeds=args.seeds, iterations=args.iterations, workers=args.workers,
-        tracking_uri=_tracking_uri(args.tracking_uri), out=args.out, notes=PAPER_NOTES,
-        baselines=tuple(args.baselines) if args.baselines is not None else tuple(SET2_BASELINES),
-        corpora=tuple(args.corpora or PAPER_CORPORA), scheduler=args.scheduler,
-    )
+    state = run_paper(**settings, tracking_uri=tracking_uri, out=args.out, notes=PAPER_NOTES, scheduler=args.scheduler)
     print(f"paper reproduction finished in {(time.perf_counter() - started) / 60:.1f} min; report in {args.out}/")
     if state.is_failed():
         print(f"topicbench: error: {state.message}", file=sys.stderr)
@@ -164,19 +210,86 @@ def run_paper_command(args) -> int:
 def run_report_command(args) -> int:
     from topicbench.flows.report import report
 
-    written = report(args.experiment, _tracking_uri(args.tracking_uri), args.out)
+    _hide_library_tracebacks(args.verbose)
+
+    uri = _tracking_uri(args.tracking_uri)
+    _require_experiment(uri, args.experiment)
+    out = args.out or str(Path.cwd() / "results" / args.experiment)
+    check_output_folder(out, "--out (the report folder)")
+    written = report(args.experiment, uri, out)
     print(f"report: {written['markdown']} and {written['html']} ({written['finished']} runs, {written['failed']} failed)")
     return 0
+
+
+def _require_existing_store(uri: str) -> None:
+    """Reading commands never create a store: a sqlite file that does not exist is an error (MLflow
+    would create and migrate an empty database, slowly, and then find nothing)."""
+    from topicbench.tasks.tracking import check_tracking_uri
+
+    if uri.startswith("sqlite:///") and ":memory:" not in uri and not Path(uri[len("sqlite:///"):]).is_file():
+        raise InputError(
+            f"no tracking database at {uri[len('sqlite:///'):]}: nothing has been tracked there yet "
+            "(run `topicbench run` first, or give the store with --tracking-uri)"
+        )
+    check_tracking_uri(uri)
+
+
+def _require_experiment(uri: str, experiment: str) -> None:
+    from mlflow.tracking import MlflowClient
+
+    _require_existing_store(uri)
+    client = MlflowClient(uri)
+    if client.get_experiment_by_name(experiment) is None:
+        names = sorted(e.name for e in client.search_experiments() if e.name != "Default")
+        raise InputError(
+            f"no experiment named {experiment!r} at {uri}; "
+            + (f"experiments there: {', '.join(names)}" if names else "it holds no experiments yet")
+        )
 
 
 def run_ui_command(args) -> int:
     import shutil
     import subprocess
 
-    mlflow = shutil.which("mlflow") or str(__import__("pathlib").Path(sys.executable).with_name("mlflow"))
     uri = _tracking_uri(args.tracking_uri)
+    _require_existing_store(uri)
+    check_port_free(args.port)
+    mlflow = shutil.which("mlflow") or str(Path(sys.executable).with_name("mlflow"))
     print(f"MLflow UI for {uri} on http://127.0.0.1:{args.port} (Ctrl-C stops it)")
-    return subprocess.call([mlflow, "ui", "--backend-store-uri", uri, "--host", "127.0.0.1", "--port", str(args.port)])
+    # its own session: the server and its workers form one process group, taken down together
+    server = subprocess.Popen(
+        [mlflow, "ui", "--backend-store-uri", uri, "--host", "127.0.0.1", "--port", str(args.port)],
+        start_new_session=True,
+    )
+    try:
+        return server.wait()
+    finally:
+        _stop_process_group(server)
+
+
+def _stop_process_group(process, grace_seconds: float = 10.0) -> None:
+    """SIGTERM the process's group, then SIGKILL what is left after ``grace_seconds``."""
+    import os
+    import signal
+    import subprocess
+
+    for signum in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(process.pid, signum)
+        except (ProcessLookupError, PermissionError):
+            return
+        try:
+            process.wait(timeout=grace_seconds)
+        except subprocess.TimeoutExpired:
+            continue
+        # the leader is gone; its workers may not be yet
+        deadline = time.monotonic() + grace_seconds
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(process.pid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.1)
 
 
 def run_elda(args) -> int:
@@ -184,6 +297,15 @@ def run_elda(args) -> int:
     from topicbench.core.io import load_corpus
     from topicbench.core.preprocess import PreprocessConfig
 
+    # outputs and the scheduler are checked before the fit, so that the fit is never thrown away
+    if args.json:
+        check_output_file(args.json, "--json")
+    if args.parquet:
+        check_output_folder(args.parquet, "--parquet")
+    if args.algorithm != "parallel" and (args.scheduler or args.workers):
+        raise InputError("--scheduler and --workers apply to --algorithm parallel only (exact greedy runs in this process)")
+    if args.scheduler:
+        check_scheduler_reachable(args.scheduler, args.connect_timeout)
     config = PreprocessConfig(
         preprocessed=args.preprocessed,
         stem=args.stem,
@@ -210,12 +332,25 @@ def run_elda(args) -> int:
     solution.stats["load_seconds"] = load_seconds
     print(format_summary(solution, args.top, args.top_words))
     if args.json:
-        path = solution.to_json(args.json, top_n=args.top_words)
+        path = _write_or_keep(lambda target: solution.to_json(target, top_n=args.top_words), args.json, "--json", ".json")
         print(f"\nwrote {path}")
     if args.parquet:
-        folder = solution.to_parquet(args.parquet)
+        folder = _write_or_keep(solution.to_parquet, args.parquet, "--parquet", "")
         print(f"wrote {folder}/links.parquet, token_topics.parquet, topics.parquet")
     return 0
+
+
+def _write_or_keep(write, target, what: str, suffix: str):
+    """``write(target)``; if that fails after all (the disk filled up, the folder vanished), the
+    result goes to a temporary path instead and the error names both, so the fit is not lost."""
+    import tempfile
+
+    try:
+        return write(target)
+    except OSError as error:
+        fallback = Path(tempfile.mkdtemp(prefix="topicbench-elda-")) / f"result{suffix}"
+        kept = write(fallback)
+        raise InputError(f"{what}: could not write {target} ({error.strerror or error}); the result is kept at {kept}") from None
 
 
 def format_summary(solution, top: int, top_words: int) -> str:
@@ -239,28 +374,86 @@ def format_summary(solution, top: int, top_words: int) -> str:
     return "\n".join(lines)
 
 
-def _tracking_error():
+class _WithoutTraceback(logging.Filter):
+    """Keeps a log record's message and drops its traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.exc_info = record.exc_text = None
+        return True
+
+
+def _hide_library_tracebacks(verbose: bool) -> None:
+    """Prefect logs a failed task's or flow's traceback; the command's last line already names the
+    cause, so without -v the logs keep only the message. Call after Prefect is imported (it sets up
+    its logging handlers then)."""
+    if verbose:
+        return
+    loggers = [logging.getLogger()] + [
+        logger_ for name, logger_ in logging.Logger.manager.loggerDict.items()
+        if isinstance(logger_, logging.Logger) and name.startswith("prefect")
+    ]
+    for handler in {handler for logger_ in loggers for handler in logger_.handlers}:
+        if not any(isinstance(f, _WithoutTraceback) for f in handler.filters):
+            handler.addFilter(_WithoutTraceback())
+
+
+def _user_errors() -> tuple:
+    """Errors that a user's input or environment causes: one line, no traceback (unless -v)."""
+    from topicbench.baselines.base import ModelError
+    from topicbench.flows.runtime import PrefectServerStartError
     from topicbench.tasks.tracking import TrackingError
 
-    return TrackingError
+    return (InputError, TrackingError, ModelError, PrefectServerStartError, ConnectionError)
+
+
+def _interrupt_on_sigterm(signum, frame):
+    # SIGTERM (a job scheduler's stop, `kill`) takes the same exit path as Ctrl-C: runs are closed
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def main(argv=None) -> int:
+    import signal
+    import traceback
+
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:  # a usage error (argparse printed it) or --help: its code, returned
+        return exit_.code if isinstance(exit_.code, int) else 2
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         datefmt="%H:%M:%S",
         stream=sys.stderr,
+        force=True,  # this call's stderr, also when main runs more than once in a process (tests)
     )
     for noisy in ("httpx", "httpcore", "alembic", "mlflow.store", "distributed", "prefect.task_runs"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    previous_sigterm = signal.signal(signal.SIGTERM, _interrupt_on_sigterm)
     try:
         return args.handler(args)
-    except (InputError, ConnectionError, _tracking_error()) as error:
+    except KeyboardInterrupt:
+        print("topicbench: interrupted: finished runs are kept in the tracking store; the same command resumes",
+              file=sys.stderr)
+        if argv is None:
+            # the command itself (not a caller of main): every run and server is closed by now, but
+            # a fit still running in a worker thread would hold the interpreter's exit until it ends
+            logging.shutdown()
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(130)
+        return 130
+    except _user_errors() as error:
+        if args.verbose:
+            traceback.print_exc()
         print(f"topicbench: error: {error}", file=sys.stderr)
         return 2
+    except Exception as error:  # a bug or a library failure: its traceback, and its cause last
+        traceback.print_exc()
+        print(f"topicbench: error: {type(error).__name__}: {error}", file=sys.stderr)
+        return 1
+    finally:
+        signal.signal(signal.SIGTERM, previous_sigterm)
 
 
 if __name__ == "__main__":

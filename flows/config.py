@@ -33,6 +33,23 @@ class CorpusSpec:
     def preprocess_config(self) -> PreprocessConfig:
         return PreprocessConfig.from_dict(self.preprocessing)
 
+    def check(self, where: str) -> None:
+        """The name, the source (the built-in corpus, or a path that exists) and the
+        preprocessing settings, before any corpus is read."""
+        from topicbench.core.io import BUILTIN_CORPUS
+
+        _require_text(self.name, f"{where}: name")
+        _require_text(self.source, f"{where} ({self.name}): source")
+        if not isinstance(self.preprocessing, dict):
+            raise InputError(f"{where} ({self.name}): preprocessing must be a mapping of settings, got {self.preprocessing!r}")
+        if self.source != BUILTIN_CORPUS and not Path(self.source).expanduser().exists():
+            raise InputError(
+                f"{where} ({self.name}): corpus source not found: {self.source} (give an OCTIS folder, "
+                f"a text file with one document a line, or {BUILTIN_CORPUS!r}; relative paths are "
+                f"read from {Path.cwd()})"
+            )
+        self.preprocess_config()
+
 
 @dataclass(frozen=True)
 class ModelSpec:
@@ -49,6 +66,28 @@ class ModelSpec:
     @property
     def name(self) -> str:
         return self.label or self.model
+
+    def check(self, models, where: str) -> None:
+        """The model's name, label and metrics' types, then its settings and K through the model's
+        own checks (constructing it is cheap: models load nothing until they fit)."""
+        _require_text(self.model, f"{where}: model")
+        if self.label is not None:
+            _require_text(self.label, f"{where}: label")
+        if not isinstance(self.settings, dict):
+            raise InputError(f"{where} ({self.name}): settings must be a mapping, got {self.settings!r}")
+        if self.metrics is not None and not all(isinstance(m, str) for m in self.metrics):
+            raise InputError(f"{where} ({self.name}): metrics must list metric names, got {list(self.metrics)}")
+        model_class = models.get(self.model)
+        unknown = sorted(set(self.settings) - set(model_class.defaults))
+        if unknown:
+            raise InputError(
+                f"{where}: model {self.name!r} ({self.model}) has no setting {unknown[0]!r}; "
+                f"its settings: {', '.join(sorted(model_class.defaults))}"
+            )
+        try:
+            model_class(**self.settings).check_num_topics(self.num_topics)
+        except InputError as error:
+            raise InputError(f"{where} ({self.name}): {error}") from None
 
 
 @dataclass(frozen=True)
@@ -91,7 +130,10 @@ class BenchmarkConfig:
         except FileNotFoundError:
             raise InputError(f"config file not found: {path}") from None
         except yaml.YAMLError as error:
-            raise InputError(f"{path} is not valid YAML: {error}") from None
+            mark = getattr(error, "problem_mark", None)
+            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+            problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+            raise InputError(f"{path} is not valid YAML{where}: {problem}") from None
         if not isinstance(data, dict):
             raise InputError(f"{path}: the config must be a mapping of settings, got {type(data).__name__}")
         return cls.from_dict(data, where=str(path))
@@ -100,11 +142,17 @@ class BenchmarkConfig:
     def from_dict(cls, data: dict, *, where: str = "config") -> "BenchmarkConfig":
         _no_unknown(data, {f.name for f in fields(cls)}, where)
         values = dict(data)
+        for key in ("corpora", "models", "seeds", "metrics", "top_n"):
+            if key in values and not isinstance(values[key], (list, tuple)):
+                raise InputError(f"{where}: {key} must be a list, got {values[key]!r}")
+        if "corpora" in values and not values["corpora"]:
+            # an empty list is a mistake, not a request for the built-in corpus (leave the key out)
+            raise InputError(f"{where}: corpora is empty: list at least one corpus, or leave 'corpora' out for the built-in Lee corpus")
         values["corpora"] = tuple(
-            _spec(CorpusSpec, item, f"{where}: corpora[{i}]") for i, item in enumerate(data.get("corpora", [])) or ()
+            _spec(CorpusSpec, item, f"{where}: corpora[{i}]") for i, item in enumerate(data.get("corpora", ()))
         ) or cls.corpora
         values["models"] = tuple(
-            _spec(ModelSpec, item, f"{where}: models[{i}]") for i, item in enumerate(data.get("models", []) or [])
+            _spec(ModelSpec, item, f"{where}: models[{i}]") for i, item in enumerate(data.get("models", ()))
         )
         for key in ("seeds", "metrics", "top_n"):
             if key in values:
@@ -114,34 +162,40 @@ class BenchmarkConfig:
         return config
 
     def validate(self, where: str = "config") -> "BenchmarkConfig":
-        """Check fields against each other and names against the registries (errors name them)."""
+        """Check every field's type and range, fields against each other, names against the
+        registries and each model's settings and K through the model's own checks, so that a
+        config that cannot run fails here, before any work (errors name the field)."""
         from topicbench.baselines.registry import MODELS
         from topicbench.core.metrics.registry import METRICS
 
+        from .checks import parse_scheduler_address
+
+        _require_text(self.experiment, f"{where}: experiment")
+        _require_text(self.tracking_uri, f"{where}: tracking_uri")
         if not self.models:
             raise InputError(f"{where}: no models: list at least one under 'models'")
-        if not self.seeds or not all(isinstance(s, int) for s in self.seeds):
-            raise InputError(f"{where}: seeds must be a non-empty list of integers, got {list(self.seeds)}")
-        if not self.top_n or not all(isinstance(n, int) and n >= 2 for n in self.top_n):
+        if not self.seeds or not all(_is_integer(s) and s >= 0 for s in self.seeds):
+            raise InputError(f"{where}: seeds must be a non-empty list of integers >= 0, got {list(self.seeds)}")
+        if len(set(self.seeds)) != len(self.seeds):
+            raise InputError(f"{where}: seeds repeat: {list(self.seeds)} (each seed is one run per model and corpus)")
+        if not self.top_n or not all(_is_integer(n) and n >= 2 for n in self.top_n):
             raise InputError(f"{where}: top_n must list integers >= 2, got {list(self.top_n)}")
-        if self.workers < 1:
-            raise InputError(f"{where}: workers must be >= 1, got {self.workers}")
+        if not _is_integer(self.workers) or self.workers < 1:
+            raise InputError(f"{where}: workers must be an integer >= 1, got {self.workers!r}")
+        if self.scheduler is not None:
+            parse_scheduler_address(self.scheduler)
         names = [c.name for c in self.corpora]
         if len(set(names)) != len(names):
             raise InputError(f"{where}: corpus names must be unique, got {names}")
-        for corpus in self.corpora:
-            corpus.preprocess_config()
+        for i, corpus in enumerate(self.corpora):
+            corpus.check(f"{where}: corpora[{i}]")
         labels = [m.name for m in self.models]
         if len(set(labels)) != len(labels):
             raise InputError(f"{where}: two models share the label {[l for l in labels if labels.count(l) > 1][0]!r}; give each a 'label'")
-        for spec in self.models:
-            model_class = MODELS.get(spec.model)
-            unknown = sorted(set(spec.settings) - set(model_class.defaults))
-            if unknown:
-                raise InputError(
-                    f"{where}: model {spec.name!r} ({spec.model}) has no setting {unknown[0]!r}; "
-                    f"its settings: {', '.join(sorted(model_class.defaults))}"
-                )
+        for i, spec in enumerate(self.models):
+            spec.check(MODELS, f"{where}: models[{i}]")
+        if not self.metrics or not all(isinstance(m, str) for m in self.metrics):
+            raise InputError(f"{where}: metrics must be a non-empty list of metric names, got {list(self.metrics)}")
         for metric in self.metrics:
             METRICS.get(metric)
         for spec in self.models:
@@ -181,11 +235,22 @@ def default_config(tracking_uri: str = DEFAULT_TRACKING_URI) -> BenchmarkConfig:
     )
 
 
+def _is_integer(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)  # YAML's true is not seed 1
+
+
+def _require_text(value, what: str) -> None:
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(f"{what} must be a non-empty string, got {value!r}")
+
+
 def _spec(kind, item, where):
     if not isinstance(item, dict):
         raise InputError(f"{where}: expected a mapping, got {item!r}")
     _no_unknown(item, {f.name for f in fields(kind)}, where)
     if kind is ModelSpec and item.get("metrics") is not None:
+        if not isinstance(item["metrics"], (list, tuple)):
+            raise InputError(f"{where}: metrics must be a list of metric names, got {item['metrics']!r}")
         item = {**item, "metrics": tuple(item["metrics"])}
     if kind is CorpusSpec and "name" not in item:
         raise InputError(f"{where}: a corpus needs a 'name'")

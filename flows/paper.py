@@ -68,10 +68,10 @@ def set2_config(data=SHARED_DATA, *, seeds=(0, 1, 2), iterations: int = 1000, co
     models.append({"model": "gibbs_lda", "label": "gibbs", "num_topics": 100,
                    "settings": {**PAPER_SETTINGS["gibbs"], "eta": 0.01, "iterations": iterations}})
     for name in baselines:
-        if name in MODELS:
-            spec = dict(SET2_BASELINES.get(name, {}))
-            models.append({"model": name, **spec, "settings": dict((baseline_settings or {}).get(name, {})),
-                           "metrics": list(SET2_METRICS)})
+        MODELS.get(name)  # an unknown name is an error naming the registered ones, not skipped
+        spec = dict(SET2_BASELINES.get(name, {}))
+        models.append({"model": name, **spec, "settings": dict((baseline_settings or {}).get(name, {})),
+                       "metrics": list(SET2_METRICS)})
     return BenchmarkConfig.from_dict({
         "experiment": experiment, "corpora": _corpora(data, corpora), "models": models, "seeds": list(seeds),
         "metrics": list(SET2_METRICS), "tracking_uri": tracking_uri, "workers": workers,

@@ -1,48 +1,217 @@
 """Where flows run: Prefect without a server of the user's, and Dask task runners.
 
 Prefect 3 runs flows without a server by starting a temporary one. Dask worker *processes* would
-each start their own unless ``PREFECT_API_URL`` points at a real one, so for a process-based Dask
-runner we start one API server for the whole benchmark (on 127.0.0.1) and hand its URL to the
-flow and to every worker through the environment.
+each start their own unless ``PREFECT_API_URL`` points at a real one, so unless the user set
+``PREFECT_API_URL`` we start one API server for the whole benchmark (on 127.0.0.1) and hand its
+URL to the flow and to every worker through the environment. We start it ourselves, rather than
+letting Prefect start its ephemeral one, to wait for it patiently, retry a failed start once, and
+tie its life to ours: on Linux it dies with this process even on SIGKILL (``PR_SET_PDEATHSIG``).
+Dask's local worker processes already exit when their parent dies.
+
+``python -m topicbench.flows.runtime --die-with-parent PID -- COMMAND...`` is the guard that
+starts the server: it asks the kernel to SIGTERM it when its parent dies, then execs COMMAND.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
+import sys
 import tempfile
 
 logger = logging.getLogger(__name__)
+
+#: Seconds to wait for the temporary Prefect server unless
+#: PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS says otherwise (Prefect's default, 20 s, is
+#: too short on a busy machine with a fresh PREFECT_HOME, whose database is migrated first).
+SERVER_STARTUP_SECONDS = 120
+STARTUP_TIMEOUT_SETTING = "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"
+_PR_SET_PDEATHSIG = 1
+
+
+class PrefectServerStartError(RuntimeError):
+    """The temporary Prefect API server did not start, twice."""
 
 
 def prefect_defaults() -> None:
     """Quiet, local defaults unless the user set them: no analytics, a patient server start."""
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+    os.environ.setdefault(STARTUP_TIMEOUT_SETTING, str(SERVER_STARTUP_SECONDS))
     os.environ.setdefault("PREFECT_LOGGING_TO_API_ENABLED", "false")
 
 
 @contextlib.contextmanager
-def shared_prefect_server(needed: bool):
-    """A Prefect API server shared by the flow and its Dask worker processes (if ``needed`` and
-    no ``PREFECT_API_URL`` is set)."""
-    if not needed or os.environ.get("PREFECT_API_URL"):
-        yield None
+def shared_prefect_server(workers_need_it: bool):
+    """The Prefect API the flow (and its Dask worker processes) talk to, for the block.
+
+    The user's ``PREFECT_API_URL`` when set (exported to the environment for worker processes
+    when ``workers_need_it``); otherwise a temporary server of ours, stopped when the block ends
+    however it ends. Yields the API URL.
+
+    Raises
+    ------
+    PrefectServerStartError
+        The temporary server did not answer within PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS,
+        in two tries.
+    """
+    from prefect.settings import PREFECT_API_URL
+
+    configured = os.environ.get("PREFECT_API_URL") or PREFECT_API_URL.value()
+    if configured:
+        with _environment("PREFECT_API_URL", configured if workers_need_it else os.environ.get("PREFECT_API_URL")):
+            yield configured
         return
+    server = start_prefect_server(_startup_seconds())
+    try:
+        with _serving(server):
+            try:
+                yield server.api_url
+            finally:
+                _drain_prefect_workers()
+    finally:
+        server.stop()
+
+
+def start_prefect_server(timeout: float):
+    """Start a temporary Prefect API server, waiting up to ``timeout`` s for it; once more on failure.
+
+    Starts are serialised between processes by a lock file in PREFECT_HOME: the first start on a
+    fresh PREFECT_HOME migrates its database, which two servers must not do at once.
+    """
+    from filelock import FileLock
+    from prefect.settings import PREFECT_HOME
+
+    home = PREFECT_HOME.value()
+    home.mkdir(parents=True, exist_ok=True)
+    errors = []
+    for attempt in (1, 2):
+        server = _guarded_server_class()()
+        try:
+            with FileLock(str(home / "topicbench-server-start.lock"), timeout=4 * timeout):
+                server.start(timeout=int(timeout))
+            logger.info("Prefect API server at %s (pid %s)", server.api_url, server.server_process.pid)
+            return server
+        except Exception as error:  # noqa: BLE001 (a timeout, a port taken, a lock held): retry once
+            server.stop()
+            errors.append(f"{type(error).__name__}: {str(error)[:500]}")
+            logger.warning("the temporary Prefect server did not start (try %d of 2): %s", attempt, errors[-1])
+    raise PrefectServerStartError(
+        f"the temporary Prefect API server did not start within {timeout:.0f} s, twice ({errors[-1]}); "
+        f"raise {STARTUP_TIMEOUT_SETTING} (now {timeout:.0f}) on a busy machine, or point PREFECT_API_URL "
+        f"at a running server (`prefect server start`)"
+    )
+
+
+def _startup_seconds() -> float:
+    try:
+        return float(os.environ.get(STARTUP_TIMEOUT_SETTING, SERVER_STARTUP_SECONDS))
+    except ValueError:
+        return float(SERVER_STARTUP_SECONDS)
+
+
+@functools.lru_cache(maxsize=1)
+def _guarded_server_class():
+    """The class of :func:`start_prefect_server`'s servers, made on first use (importing Prefect's
+    server is slow): Prefect's temporary server, started through the die-with-parent guard."""
+    from prefect.server.api.server import SubprocessASGIServer
+
+    class GuardedPrefectServer(SubprocessASGIServer):
+        _instances: dict = {}  # its own registry: apart from the server Prefect would start itself
+
+        def _run_uvicorn_command(self):
+            import subprocess
+
+            import prefect
+            from prefect.settings import get_current_settings
+
+            # As prefect.server.api.server.SubprocessASGIServer._run_uvicorn_command (Prefect 3.9),
+            # prefixed by the guard.
+            command = [
+                sys.executable, "-m", "uvicorn", "--app-dir", str(prefect.__module_path__.parent),
+                "--factory", "prefect.server.api.server:create_app", "--host", "127.0.0.1",
+                "--port", str(self.port), "--log-level", "error", "--lifespan", "on",
+            ]
+            return subprocess.Popen(
+                die_with_parent(command),
+                env={
+                    **os.environ, "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1",
+                    "PREFECT__SERVER_FINAL": "1",
+                    **get_current_settings().to_environment_variables(exclude_unset=True),
+                },
+            )
+
+    return GuardedPrefectServer
+
+
+def _drain_prefect_workers(seconds: float = 10.0) -> None:
+    """Send Prefect's queued events and logs while its server still runs: after an interrupt they
+    would otherwise be retried at exit against the stopped server, printing connection errors
+    after the command's last line."""
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogWorker
+
+    for worker in (EventsWorker, APILogWorker):
+        try:
+            worker.drain_all(timeout=seconds)
+        except Exception as error:  # noqa: BLE001 (best effort: nothing depends on these)
+            logger.debug("draining Prefect's %s failed: %s", worker.__name__, error)
+
+
+@contextlib.contextmanager
+def _serving(server):
+    """Point this process's Prefect settings, its environment (for worker processes) and Prefect's
+    own default-server slot at ``server`` for the block, so nothing starts a second server."""
     from prefect.server.api.server import SubprocessASGIServer
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    server = SubprocessASGIServer()
-    server.start(timeout=int(os.environ.get("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")))
-    os.environ["PREFECT_API_URL"] = server.api_url
-    logger.info("Prefect API server for the Dask workers at %s", server.api_url)
+    previous_default = SubprocessASGIServer._instances.get(None)
+    SubprocessASGIServer._instances[None] = server
     try:
-        with temporary_settings(updates={PREFECT_API_URL: server.api_url}):
-            yield server.api_url
+        with _environment("PREFECT_API_URL", server.api_url), temporary_settings(updates={PREFECT_API_URL: server.api_url}):
+            yield
     finally:
-        os.environ.pop("PREFECT_API_URL", None)
-        server.stop()
+        if previous_default is None:
+            SubprocessASGIServer._instances.pop(None, None)
+        else:
+            SubprocessASGIServer._instances[None] = previous_default
+
+
+@contextlib.contextmanager
+def _environment(name: str, value: str | None):
+    """``os.environ[name] = value`` for the block (unchanged when ``value`` is None)."""
+    previous = os.environ.get(name)
+    if value is not None:
+        os.environ[name] = value
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = previous
+
+
+def die_with_parent(command: list) -> list:
+    """``command`` run through the guard that ends it when this process dies (Linux; elsewhere
+    ``command`` itself)."""
+    if not sys.platform.startswith("linux"):
+        return list(command)
+    return [sys.executable, "-m", "topicbench.flows.runtime", "--die-with-parent", str(os.getpid()), "--", *command]
+
+
+def _exec_dying_with_parent(parent_pid: int, command: list) -> None:
+    """Ask the kernel for SIGTERM when our parent dies (inherited across exec), then exec ``command``."""
+    import ctypes
+    import signal
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0:
+        logger.warning("prctl(PR_SET_PDEATHSIG) failed (errno %d): the server may outlive its parent", ctypes.get_errno())
+    if os.getppid() != parent_pid:  # the parent died before prctl took effect
+        sys.exit(1)
+    os.execvp(command[0], command)
 
 
 def task_runner(workers: int, scheduler: str | None):
@@ -61,10 +230,35 @@ def task_runner(workers: int, scheduler: str | None):
                 "local_directory": tempfile.gettempdir(),  # keep dask-scratch-space out of the repo
             }
         )
+    return _interruptible_thread_runner()(max_workers=1)
+
+
+@functools.lru_cache(maxsize=1)
+def _interruptible_thread_runner():
+    """Prefect's ThreadPoolTaskRunner that, when the flow is interrupted, does not wait for the fit
+    running in its thread (a thread cannot be stopped; waiting would hold up SIGINT for as long
+    as the fit takes). The thread still holds the interpreter's exit: the CLI exits with
+    ``os._exit`` after an interrupt, once everything is closed."""
     from prefect.task_runners import ThreadPoolTaskRunner
 
-    return ThreadPoolTaskRunner(max_workers=1)
+    class InterruptibleThreadPoolTaskRunner(ThreadPoolTaskRunner):
+        def __exit__(self, exc_type, exc_value, traceback):
+            if exc_type is not None and not issubclass(exc_type, Exception) and self._executor is not None:
+                for event in self._cancel_events.values():
+                    event.set()
+                self._executor.shutdown(wait=False, cancel_futures=True)
+                self._executor = None
+            super().__exit__(exc_type, exc_value, traceback)
+
+    return InterruptibleThreadPoolTaskRunner
 
 
 def uses_worker_processes(workers: int, scheduler: str | None) -> bool:
     return bool(scheduler) or workers > 1
+
+
+if __name__ == "__main__":
+    # python -m topicbench.flows.runtime --die-with-parent PID -- COMMAND...
+    if len(sys.argv) < 5 or sys.argv[1] != "--die-with-parent" or sys.argv[3] != "--":
+        sys.exit("usage: python -m topicbench.flows.runtime --die-with-parent PID -- COMMAND...")
+    _exec_dying_with_parent(int(sys.argv[2]), sys.argv[4:])

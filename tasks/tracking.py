@@ -3,16 +3,27 @@
 Everything goes through an explicit ``MlflowClient`` (no global active run), from the flow's
 process. Metric keys such as ``umass@10`` are stored as ``umass_top10`` (MLflow names cannot hold
 '@'); :func:`score_key` maps them back.
+
+A nested run is created as a *claim* before its fit is submitted: a RUNNING run tagged with its
+run key and its owner (host, pid, process start time), whose heartbeat the flow refreshes.
+Concurrent processes on one store thereby fit each run key once (:meth:`Tracker.claim`), and the
+RUNNING runs of a process that died are recognised as stale, marked KILLED and fitted again.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import re
+import socket
+import sqlite3
 import tempfile
+import threading
+import time
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -28,6 +39,22 @@ PARENT_ROLE, FIT_ROLE = "benchmark", "fit"
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 _TOP = re.compile(r"^(.*)_top(\d+)$")
 
+#: Seconds between two heartbeats of a process's RUNNING runs.
+HEARTBEAT_SECONDS = 30.0
+#: A RUNNING run of another host whose heartbeat is older than this is stale (its owner is
+#: presumed dead; on this host the owner's pid is checked instead). Override with the
+#: environment variable TOPICBENCH_STALE_RUN_SECONDS.
+STALE_RUN_SECONDS = 600.0
+#: How long a process waits for the lock of a sqlite store held by another.
+STORE_LOCK_SECONDS = 300.0
+#: Schemes MLflow 3 stores runs in without an opt-in (SQLAlchemy databases and servers).
+DATABASE_SCHEMES = ("sqlite", "postgresql", "mysql", "mssql")
+SERVER_SCHEMES = ("http", "https")
+
+OWNER_HOST, OWNER_PID, OWNER_STARTED = "topicbench.owner_host", "topicbench.owner_pid", "topicbench.owner_started"
+HEARTBEAT, RUN_KEY, ERROR_TAG = "topicbench.heartbeat", "topicbench.run_key", "topicbench.error"
+END_REASON = "topicbench.end_reason"
+
 
 def tracked_name(key: str) -> str:
     return key.replace("@", "_top")
@@ -39,56 +66,295 @@ def score_key(name: str) -> str:
 
 
 class TrackingError(RuntimeError):
-    """The tracking store cannot be used (unreachable server, unwritable database)."""
+    """The tracking store cannot be used (unsupported URI, unreachable server, unwritable database)."""
+
+
+# -- the store: validation, existence, lock ---------------------------------------------------
+
+
+def sqlite_path(uri: str) -> Path | None:
+    """The database file of a ``sqlite:///`` URI, or None (another scheme, or in memory)."""
+    if not uri.startswith("sqlite:///") or ":memory:" in uri:
+        return None
+    path = uri[len("sqlite:///"):].split("?", 1)[0]
+    return Path(path) if path else None
 
 
 def local_artifact_location(tracking_uri: str, experiment: str) -> str | None:
     """For a sqlite file store, artifacts beside the database (``<db folder>/mlartifacts/<experiment>``)
     rather than MLflow's default ``./mlruns`` under whatever folder the command ran in; for any
     other store, None (the server's or MLflow's default)."""
-    if not tracking_uri.startswith("sqlite:///") or ":memory:" in tracking_uri:
+    database = sqlite_path(tracking_uri)
+    if database is None:
         return None
-    database = Path(tracking_uri[len("sqlite:///"):])
     folder = database.resolve().parent / "mlartifacts" / re.sub(r"[^A-Za-z0-9._-]+", "_", experiment)
     return folder.as_uri()
 
 
 def check_tracking_uri(uri: str, timeout: float = 5.0) -> None:
-    """Fail early, before any work, if the tracking store cannot be reached."""
-    parsed = urlparse(uri)
-    if parsed.scheme in ("http", "https"):
-        import requests
+    """Fail fast, before any work and without creating anything, if runs cannot be tracked at ``uri``.
 
+    Parameters
+    ----------
+    uri : str
+        An MLflow tracking URI: ``sqlite:///PATH``, ``http(s)://HOST:PORT``, or another database
+        MLflow supports (``postgresql://``, ``mysql://``, ``mssql://``; not checked further).
+    timeout : float, default 5.0
+        Seconds to wait for a tracking server's ``/health`` or a locked sqlite database.
+
+    Raises
+    ------
+    TrackingError
+        The scheme is unsupported (a plain path or ``file:`` store, which MLflow 3 refuses unless
+        ``MLFLOW_ALLOW_FILE_STORE=true``), the server does not answer, or the sqlite database
+        or its folder is not writable or the file is not a database. The message names the URI
+        or path and the fix.
+    """
+    if not isinstance(uri, str) or not uri.strip():
+        raise TrackingError(f"the tracking URI must be a non-empty string, got {uri!r}")
+    scheme = urlparse(uri).scheme.split("+", 1)[0].lower()
+    if scheme in SERVER_SCHEMES:
+        _check_server(uri, timeout)
+    elif scheme == "sqlite":
+        _check_sqlite(uri, timeout)
+    elif scheme in ("", "file") or (len(scheme) == 1 and os.name == "nt"):
+        _check_file_store(uri)
+    elif scheme not in DATABASE_SCHEMES:
+        raise TrackingError(
+            f"unsupported tracking URI {uri!r}: give sqlite:///PATH/mlflow.db, http(s)://HOST:PORT of an "
+            f"MLflow server, or a {'/'.join(DATABASE_SCHEMES[1:])} database URI"
+        )
+
+
+def _check_server(uri: str, timeout: float) -> None:
+    import requests
+
+    try:
+        response = requests.get(uri.rstrip("/") + "/health", timeout=timeout)
+        response.raise_for_status()
+    except requests.RequestException as error:
+        raise TrackingError(
+            f"the MLflow tracking server at {uri} is unreachable: {error} "
+            f"(start it with `mlflow server`, or give another --tracking-uri)"
+        ) from None
+
+
+def _check_sqlite(uri: str, timeout: float) -> None:
+    """The database (when it exists) opens and is writable; otherwise its folder can be made and
+    written. Opens the file read-write without creating it (``mode=rw``)."""
+    path = sqlite_path(uri)
+    if path is None:
+        if ":memory:" in uri:
+            return
+        raise TrackingError(f"the tracking URI {uri!r} names no database file: give sqlite:///PATH/mlflow.db")
+    if path.is_dir():
+        raise TrackingError(f"the tracking database {path} is a folder: give a file, e.g. sqlite:///{path / 'mlflow.db'}")
+    if path.exists():
+        if not os.access(path, os.R_OK | os.W_OK):
+            raise TrackingError(f"the tracking database {path} is not writable: fix its permissions or give another --tracking-uri")
+        if not _can_write_in(path.parent):
+            raise TrackingError(
+                f"the folder {path.parent} of the tracking database is not writable (sqlite writes its journal "
+                f"there): fix its permissions or give another --tracking-uri"
+            )
+        _open_sqlite(path, timeout)
+        return
+    existing = next(folder for folder in [path.parent, *path.parent.parents] if folder.exists())
+    if not existing.is_dir() or not _can_write_in(existing):
+        raise TrackingError(
+            f"cannot create the tracking database {path}: {existing} is not a writable folder "
+            f"(give a --tracking-uri sqlite:///PATH in a writable folder)"
+        )
+
+
+def _can_write_in(folder: Path) -> bool:
+    """Whether a file can be created in ``folder``: tried, since ``os.access`` says yes to root
+    even where nobody can write (/proc, a read-only mount)."""
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            return True
+    except OSError:
+        return False
+
+
+def _open_sqlite(path: Path, timeout: float) -> None:
+    try:
+        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=rw", uri=True, timeout=timeout)
         try:
-            response = requests.get(uri.rstrip("/") + "/health", timeout=timeout)
-            response.raise_for_status()
-        except requests.RequestException as error:
-            raise TrackingError(f"the MLflow tracking server at {uri} is unreachable: {error}") from None
-    elif parsed.scheme == "sqlite":
-        path = Path(uri[len("sqlite:///"):]) if uri.startswith("sqlite:///") else None
-        if path is not None and str(path) not in ("", ":memory:"):
-            try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-            except OSError as error:
-                raise TrackingError(f"cannot create the folder of the tracking database {path}: {error}") from None
-            if not os.access(path.parent, os.W_OK):
-                raise TrackingError(f"the tracking database folder {path.parent} is not writable")
+            connection.execute("PRAGMA schema_version").fetchone()
+        finally:
+            connection.close()
+    except sqlite3.Error as error:
+        raise TrackingError(
+            f"the tracking database {path} cannot be opened: {error} (is it an MLflow sqlite database? "
+            f"give another --tracking-uri)"
+        ) from None
+
+
+def _check_file_store(uri: str) -> None:
+    from mlflow.environment_variables import MLFLOW_ALLOW_FILE_STORE
+
+    if not MLFLOW_ALLOW_FILE_STORE.get():
+        raise TrackingError(
+            f"the tracking URI {uri!r} is a file store, which MLflow 3 refuses unless MLFLOW_ALLOW_FILE_STORE=true: "
+            f"give sqlite:///PATH/mlflow.db instead"
+        )
+
+
+def tracking_store_exists(uri: str, timeout: float = 5.0) -> bool:
+    """Whether ``uri`` names a store that already exists, without creating one.
+
+    sqlite: the database file exists; http(s): the server answers ``/health``; a file store: its
+    folder exists; any other database URI: assumed to exist (checking it would need a connection).
+    """
+    scheme = urlparse(uri).scheme.split("+", 1)[0].lower()
+    if scheme == "sqlite":
+        path = sqlite_path(uri)
+        return path is not None and path.is_file()
+    if scheme in SERVER_SCHEMES:
+        try:
+            _check_server(uri, timeout)
+        except TrackingError:
+            return False
+        return True
+    if scheme in ("", "file"):
+        return Path(urlparse(uri).path if scheme == "file" else uri).is_dir()
+    return True
+
+
+@contextlib.contextmanager
+def store_lock(uri: str, timeout: float = STORE_LOCK_SECONDS):
+    """Hold the lock file beside a sqlite database (``mlflow.db.lock``); no lock for other stores.
+
+    Serialises what must not interleave between processes on one database: creating it and its
+    schema migration, creating an experiment, and claiming runs.
+    """
+    path = sqlite_path(uri)
+    if path is None:
+        yield
+        return
+    from filelock import FileLock, Timeout
+
+    lock = FileLock(str(path) + ".lock")
+    try:
+        lock.acquire(timeout=timeout)
+    except Timeout:
+        raise TrackingError(
+            f"another process has held the lock {lock.lock_file} of the tracking database for {timeout:.0f} s; "
+            f"if no topicbench process is running, delete that file"
+        ) from None
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+# -- owners and stale runs ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Owner:
+    """The process that holds a RUNNING run: host, pid and the process's start time (epoch s),
+    which tells a live owner from a later process that reused its pid."""
+
+    host: str
+    pid: int
+    started: float
+
+    @classmethod
+    def current(cls) -> "Owner":
+        import psutil
+
+        return cls(socket.gethostname(), os.getpid(), round(psutil.Process().create_time(), 3))
+
+    @classmethod
+    def from_tags(cls, tags: dict) -> "Owner | None":
+        try:
+            return cls(tags[OWNER_HOST], int(tags[OWNER_PID]), float(tags[OWNER_STARTED]))
+        except (KeyError, ValueError):
+            return None
+
+    def tags(self) -> dict:
+        return {OWNER_HOST: self.host, OWNER_PID: str(self.pid), OWNER_STARTED: f"{self.started:.3f}"}
+
+    def __str__(self) -> str:
+        return f"pid {self.pid} on host {self.host}"
+
+    def is_alive(self) -> bool:
+        """On this host: the pid runs and started when the owner did. Elsewhere: unknown (True)."""
+        import psutil
+
+        if self.host != socket.gethostname():
+            return True
+        try:
+            process = psutil.Process(self.pid)
+            return abs(process.create_time() - self.started) < 1.0 and process.status() != psutil.STATUS_ZOMBIE
+        except psutil.Error:
+            return False
+
+
+def stale_reason(run, now: float | None = None) -> str | None:
+    """Why the RUNNING ``run`` is stale (its owner died), or None while it may still be alive.
+
+    On this host a run is stale once its owner's process is gone; a run of another host (or of
+    an older topicbench that recorded no owner) once its heartbeat is older than
+    ``TOPICBENCH_STALE_RUN_SECONDS`` (default :data:`STALE_RUN_SECONDS`).
+    """
+    tags = run.data.tags
+    owner = Owner.from_tags(tags)
+    if owner is not None and owner.host == socket.gethostname():
+        return None if owner.is_alive() else f"its owner, {owner}, is gone"
+    limit = float(os.environ.get("TOPICBENCH_STALE_RUN_SECONDS", STALE_RUN_SECONDS))
+    last_seen = float(tags.get(HEARTBEAT, (run.info.start_time or 0) / 1000))
+    silent = (now or time.time()) - last_seen
+    if silent <= limit:
+        return None
+    return f"no heartbeat from {owner or 'its owner'} for {silent:.0f} s"
+
+
+@dataclass(frozen=True)
+class Claim:
+    """The outcome of claiming one run key: ``run_id`` is ours to fill; otherwise ``finished_by``
+    (a FINISHED run of the key) or ``held_by`` (a live process fitting it) says why not."""
+
+    run_id: str | None = None
+    finished_by: str | None = None
+    held_by: str | None = None
 
 
 class Tracker:
-    """Reads and writes the runs of one MLflow experiment."""
+    """Reads and writes the runs of one MLflow experiment.
+
+    Parameters
+    ----------
+    tracking_uri : str
+        The MLflow store (checked by :func:`check_tracking_uri` first).
+    experiment : str
+        The experiment's name; created when missing.
+
+    Attributes
+    ----------
+    open_runs : set of str
+        Runs this process created and has not terminated yet (closed on every exit path).
+    owner : Owner
+        This process, as recorded on its runs.
+    """
 
     def __init__(self, tracking_uri: str, experiment: str):
         from mlflow.tracking import MlflowClient
 
         check_tracking_uri(tracking_uri)
+        _make_database_folder(tracking_uri)
         self.tracking_uri = tracking_uri
-        self.client = MlflowClient(tracking_uri)
-        found = self.client.get_experiment_by_name(experiment)
-        self.experiment_id = found.experiment_id if found else self.client.create_experiment(
-            experiment, artifact_location=local_artifact_location(tracking_uri, experiment)
-        )
         self.experiment = experiment
+        self.owner = Owner.current()
+        self.open_runs: set = set()
+        with store_lock(tracking_uri):  # a fresh database's migration, the experiment's creation
+            self.client = MlflowClient(tracking_uri)
+            found = self.client.get_experiment_by_name(experiment)
+            self.experiment_id = found.experiment_id if found else self.client.create_experiment(
+                experiment, artifact_location=local_artifact_location(tracking_uri, experiment)
+            )
 
     # -- parent -------------------------------------------------------------------------------
 
@@ -97,9 +363,10 @@ class Tracker:
             self.experiment_id,
             run_name=f"{config.experiment}-benchmark",
             tags={"topicbench.role": PARENT_ROLE, "experiment": config.experiment,
-                  "topicbench.config_fingerprint": config.fingerprint()},
+                  "topicbench.config_fingerprint": config.fingerprint(), **self._liveness_tags()},
         )
         run_id = run.info.run_id
+        self.open_runs.add(run_id)
         self.client.log_batch(run_id, params=_params({
             "config_fingerprint": config.fingerprint(), "git_commit": git_commit(),
             "corpora": ",".join(c.name for c in config.corpora),
@@ -113,7 +380,133 @@ class Tracker:
     def close_parent(self, run_id: str, summary: dict, failed: list) -> None:
         self._log_json(run_id, summary, "summary.json")
         self.client.set_tag(run_id, "topicbench.failed_runs", str(len(failed)))
-        self.client.set_terminated(run_id, "FAILED" if failed else "FINISHED")
+        self._terminate(run_id, "FAILED" if failed else "FINISHED")
+
+    def abandon(self, error: BaseException) -> None:
+        """End every run this process left open after ``error`` stopped the benchmark: KILLED when
+        it was interrupted (KeyboardInterrupt, SIGTERM, SystemExit), FAILED otherwise, each tagged
+        with the cause. Never raises: the caller re-raises ``error``."""
+        status = "FAILED" if isinstance(error, Exception) else "KILLED"
+        reason = f"the benchmark stopped: {describe_stop(error)}"
+        for run_id in list(self.open_runs):
+            try:
+                if self.client.get_run(run_id).info.status == "RUNNING":
+                    self._set_tags(run_id, {ERROR_TAG: reason[:4900], END_REASON: reason[:4900]})
+                    self.client.set_terminated(run_id, status)
+                self.open_runs.discard(run_id)
+            except Exception as failure:  # the store itself may be what failed; the next run sweeps
+                logger.warning("could not mark run %s %s: %s", run_id, status, failure)
+        logger.info("open runs marked %s: %s", status, reason)
+
+    # -- claims -------------------------------------------------------------------------------
+
+    def claim_jobs(self, parent_id: str, jobs) -> dict:
+        """{job: :class:`Claim`} for ``jobs``, claimed under the store's lock, after marking the
+        experiment's stale runs KILLED. The runs won are then described (params, inputs)."""
+        with store_lock(self.tracking_uri):
+            self.kill_stale_runs()
+            claims = {job: self.claim(parent_id, job) for job in jobs}
+        for job, claim in claims.items():
+            if claim.run_id is not None:
+                self._describe(claim.run_id, job)
+        return claims
+
+    def claim(self, parent_id: str, job) -> Claim:
+        """Claim ``job``'s run key: create its nested run RUNNING, then keep it only if no FINISHED
+        run of the key exists and it is the earliest (start time, run id) live claim of the key.
+
+        The check after the creation resolves races between processes on stores without a lock
+        (an MLflow server); on sqlite the caller holds :func:`store_lock`, so none arise.
+        """
+        before = self._decisive_runs(job.key)
+        if before:
+            return self._lost(None, before)
+        run = self.client.create_run(
+            self.experiment_id,
+            run_name=f"{job.corpus.name}/{job.model.name}/seed{job.seed}",
+            tags={
+                "mlflow.parentRunId": parent_id, "topicbench.role": FIT_ROLE, RUN_KEY: job.key,
+                "experiment": self.experiment, "corpus": job.corpus.name, "model": job.model.name,
+                "model_class": job.model.model, "seed": str(job.seed), **self._liveness_tags(),
+            },
+        )
+        run_id = run.info.run_id
+        self.open_runs.add(run_id)
+        rivals = self._decisive_runs(job.key)
+        if rivals and (any(r.info.status == "FINISHED" for r in rivals)
+                       or min(_claim_order(r) for r in rivals) < _claim_order(run)):
+            return self._lost(run_id, rivals)
+        return Claim(run_id=run_id)
+
+    def kill_stale_runs(self) -> list:
+        """Mark KILLED every RUNNING run of the experiment (parents and nested runs) whose owner is
+        gone (:func:`stale_reason`), tagging the reason; returns their ids."""
+        killed = []
+        for run in self.client.search_runs([self.experiment_id], "attributes.status = 'RUNNING'", max_results=50_000):
+            reason = stale_reason(run)
+            if reason is not None:
+                self._set_tags(run.info.run_id, {END_REASON: f"stale: {reason}", ERROR_TAG: f"stale: {reason}"})
+                self.client.set_terminated(run.info.run_id, "KILLED")
+                logger.warning("run %s (%s) was left RUNNING and %s: marked KILLED",
+                               run.info.run_id, run.info.run_name, reason)
+                killed.append(run.info.run_id)
+        return killed
+
+    def _decisive_runs(self, run_key: str) -> list:
+        """The runs of ``run_key`` that keep it from being claimed: FINISHED ones, and live RUNNING
+        ones of other processes (two jobs of one config may share a key, e.g. two labels with the
+        same settings: each gets its run, as before claims existed)."""
+        runs = self.client.search_runs(
+            [self.experiment_id], f"tags.`{RUN_KEY}` = '{run_key}' and tags.`topicbench.role` = '{FIT_ROLE}'",
+            max_results=50_000,
+        )
+        return [
+            r for r in runs
+            if r.info.status == "FINISHED"
+            or (r.info.status == "RUNNING" and Owner.from_tags(r.data.tags) != self.owner and stale_reason(r) is None)
+        ]
+
+    def _lost(self, own_run_id: str | None, rivals: list) -> Claim:
+        """Withdraw our claim (if made) in favour of ``rivals``: it ends KILLED and deleted, so a
+        lost race leaves no trace among the experiment's runs."""
+        finished = [r for r in rivals if r.info.status == "FINISHED"]
+        if own_run_id is not None:
+            self.client.set_tag(own_run_id, END_REASON, "claimed by another process")
+            self.client.set_terminated(own_run_id, "KILLED")
+            self.client.delete_run(own_run_id)
+            self.open_runs.discard(own_run_id)
+        if finished:
+            return Claim(finished_by=finished[0].info.run_id)
+        holder = min(rivals, key=_claim_order)
+        return Claim(held_by=str(Owner.from_tags(holder.data.tags) or f"run {holder.info.run_id}"))
+
+    def _liveness_tags(self) -> dict:
+        return {**self.owner.tags(), HEARTBEAT: f"{time.time():.3f}"}
+
+    # -- heartbeat ----------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def heartbeat(self, seconds: float = HEARTBEAT_SECONDS):
+        """Refresh the heartbeat tag of :attr:`open_runs` every ``seconds`` in a daemon thread
+        while the block runs (other hosts judge our runs' liveness by it)."""
+        stop = threading.Event()
+
+        def beat():
+            while not stop.wait(seconds):
+                stamp = f"{time.time():.3f}"
+                for run_id in list(self.open_runs):
+                    try:
+                        self.client.set_tag(run_id, HEARTBEAT, stamp)
+                    except Exception as error:  # a missed beat is harmless; the next one retries
+                        logger.debug("heartbeat of run %s failed: %s", run_id, error)
+
+        thread = threading.Thread(target=beat, name="topicbench-heartbeat", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join(timeout=seconds)
 
     # -- resume -------------------------------------------------------------------------------
 
@@ -124,31 +517,20 @@ class Tracker:
             filter_string=f"tags.`topicbench.role` = '{FIT_ROLE}' and attributes.status = 'FINISHED'",
             max_results=50_000,
         )
-        return {r.data.tags.get("topicbench.run_key") for r in runs}
+        return {r.data.tags.get(RUN_KEY) for r in runs}
 
     # -- nested runs --------------------------------------------------------------------------
 
-    def _start_nested(self, parent_id: str, job) -> str:
-        run = self.client.create_run(
-            self.experiment_id,
-            run_name=f"{job.corpus.name}/{job.model.name}/seed{job.seed}",
-            tags={
-                "mlflow.parentRunId": parent_id, "topicbench.role": FIT_ROLE,
-                "topicbench.run_key": job.key, "experiment": self.experiment,
-                "corpus": job.corpus.name, "model": job.model.name, "model_class": job.model.model,
-                "seed": str(job.seed),
-            },
-        )
-        run_id = run.info.run_id
+    def _describe(self, run_id: str, job) -> None:
+        """What a claimed run will fit: its params, changed settings and the corpus as an input."""
         self.client.log_batch(run_id, params=_params(job.record()))
         changed = changed_settings(job.model.model, job.model.settings)
         if changed:
             self.client.set_tag(run_id, "topicbench.changed_settings", json.dumps(changed, default=str)[:4900])
         self._log_corpus_input(run_id, job)
-        return run_id
 
-    def log_model_run(self, parent_id: str, job, output, scores: dict, skipped: dict) -> str:
-        run_id = self._start_nested(parent_id, job)
+    def log_model_run(self, run_id: str, job, output, scores: dict, skipped: dict) -> str:
+        """Fill the claimed run ``run_id`` with ``job``'s fit and scores, and end it FINISHED."""
         resolved = {f"resolved.{k}": v for k, v in output.settings.items() if k.endswith("_")}
         if resolved:
             self.client.log_batch(run_id, params=_params(resolved))
@@ -169,24 +551,33 @@ class Tracker:
             output.save(folder / "output")
             _write_topics(output, folder)
             self.client.log_artifacts(run_id, str(folder))
-        self.client.set_terminated(run_id, "FINISHED")
+        self._terminate(run_id, "FINISHED")
         return run_id
 
-    def log_failed_run(self, parent_id: str, job, error: BaseException) -> str:
-        run_id = self._start_nested(parent_id, job)
+    def log_failed_run(self, run_id: str, job, error: BaseException) -> str:
+        """Record ``error`` (message and traceback) on the claimed run ``run_id`` and end it FAILED."""
         message = f"{type(error).__name__}: {error}"
-        self.client.set_tag(run_id, "topicbench.error", message[:4900])
+        self.client.set_tag(run_id, ERROR_TAG, message[:4900])
         text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
         self.client.log_text(run_id, text, "error.txt")
-        self.client.set_terminated(run_id, "FAILED")
+        self._terminate(run_id, "FAILED")
         return run_id
 
     # -- helpers ------------------------------------------------------------------------------
 
+    def _set_tags(self, run_id: str, tags: dict) -> None:
+        from mlflow.entities import RunTag
+
+        self.client.log_batch(run_id, tags=[RunTag(k, str(v)) for k, v in tags.items()])
+
+    def _terminate(self, run_id: str, status: str) -> None:
+        self.client.set_terminated(run_id, status)
+        self.open_runs.discard(run_id)
+
     def _log_metrics(self, run_id: str, metrics: dict) -> None:
         from mlflow.entities import Metric
 
-        stamp = int(__import__("time").time() * 1000)
+        stamp = int(time.time() * 1000)
         entries = [
             Metric(tracked_name(k), float(v), stamp, 0)
             for k, v in metrics.items() if v is not None and np.isfinite(float(v))
@@ -202,7 +593,7 @@ class Tracker:
         losses, steps = extra.get("training_loss"), extra.get("training_steps")
         if not losses:
             return
-        stamp = int(__import__("time").time() * 1000)
+        stamp = int(time.time() * 1000)
         entries = [Metric("training_loss", float(v), stamp, int(step)) for v, step in zip(losses, steps) if np.isfinite(v)]
         for start in range(0, len(entries), 900):
             self.client.log_batch(run_id, metrics=entries[start : start + 900])
@@ -234,14 +625,42 @@ class Tracker:
         )
 
 
+def describe_stop(error: BaseException) -> str:
+    """``error`` as one line: 'SIGTERM' for Prefect's TerminationSignal, 'KeyboardInterrupt (SIGINT
+    or SIGTERM)' for an interrupt, else 'Type: message'."""
+    signal_number = getattr(error, "signal", None)
+    if isinstance(signal_number, int):
+        import signal
+
+        return f"{signal.Signals(signal_number).name}"
+    if isinstance(error, KeyboardInterrupt):
+        return "KeyboardInterrupt (SIGINT or SIGTERM)"
+    return f"{type(error).__name__}: {error}".rstrip(": ")
+
+
+def _claim_order(run) -> tuple:
+    """Claims of one key are ranked by (start time, run id): the first wins, in every process."""
+    return (run.info.start_time or 0, run.info.run_id)
+
+
+def _make_database_folder(uri: str) -> None:
+    """Create the folder of a sqlite database (MLflow does not, and retries for minutes instead)."""
+    path = sqlite_path(uri)
+    if path is not None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise TrackingError(f"cannot create the folder of the tracking database {path}: {error}") from None
+
+
 @task(name="log_model_run", retries=3, retry_delay_seconds=[1, 2, 4], cache_policy=NONE)
-def log_model_run(tracker: Tracker, parent_id: str, job, output, scores: dict, skipped: dict) -> str:
-    return tracker.log_model_run(parent_id, job, output, scores, skipped)
+def log_model_run(tracker: Tracker, run_id: str, job, output, scores: dict, skipped: dict) -> str:
+    return tracker.log_model_run(run_id, job, output, scores, skipped)
 
 
 @task(name="log_failed_run", retries=3, retry_delay_seconds=[1, 2, 4], cache_policy=NONE)
-def log_failed_run(tracker: Tracker, parent_id: str, job, error: BaseException) -> str:
-    return tracker.log_failed_run(parent_id, job, error)
+def log_failed_run(tracker: Tracker, run_id: str, job, error: BaseException) -> str:
+    return tracker.log_failed_run(run_id, job, error)
 
 
 def _params(values: dict) -> list:

@@ -105,7 +105,7 @@ def test_flow_end_to_end_with_resume(tiny_octis, tmp_path):
 
 def test_a_failing_model_is_recorded_and_the_others_complete(tiny_octis, tmp_path, failing_model):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    config = make_config(tiny_octis, uri, [ELDA, {"model": "always_fails"}])
+    config = make_config(tiny_octis, uri, [ELDA, {"model": "always_fails", "num_topics": 3}])
     state = run_benchmark(config)
     assert state.is_failed()
     assert "2 of 4 runs failed" in state.message and "always_fails@tiny seed 0" in state.message

@@ -51,7 +51,7 @@ def test_elda_writes_parquet(octis_folder, tmp_path):
 @pytest.mark.parametrize(
     "arguments, message",
     [
-        (["--kappa", "0.5"], "kappa must be >= 1"),
+        (["--kappa", "0.5"], "--kappa: must be a number >= 1"),
         (["--kappa", "7"], "larger than documents x topics"),
     ],
 )

@@ -1,0 +1,144 @@
+"""Checks of command-line inputs that run before any work: output paths, Dask scheduler addresses
+and numeric ranges. Each failure is an :class:`InputError` whose message names the input, what is
+wrong and the fix, so that no fit is thrown away because its result could not be written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import re
+import socket
+import tempfile
+from pathlib import Path
+
+from topicbench.core.validation import InputError
+
+#: Seconds to wait for a Dask scheduler to accept a connection before calling it unreachable.
+DEFAULT_CONNECT_TIMEOUT = 5.0
+
+_SCHEDULER_ADDRESS = re.compile(r"^(?:(?P<scheme>tcp|tls|inproc|ucx|ws|wss)://)?(?P<host>\[[^\]]+\]|[^:/\s]+):(?P<port>\d+)/?$")
+
+
+def _nearest_existing_folder(path: Path) -> Path:
+    folder = path
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    return folder
+
+
+def _require_creatable_in(folder: Path, what: str, target: Path) -> None:
+    """Create and remove a file in ``folder``: the only reliable test (``os.access`` says yes to
+    root on /proc, and knows nothing of read-only mounts or full quotas)."""
+    if not folder.is_dir():
+        raise InputError(f"{what}: {folder} is not a folder, so {target} cannot be written")
+    try:
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".topicbench-write-check-"):
+            pass
+    except OSError as error:
+        raise InputError(f"{what}: cannot write in {folder} ({error.strerror or error}); choose another path") from None
+
+
+def check_output_file(path, what: str) -> Path:
+    """A file path the command will write after its work: not a folder, its folder exists (or can
+    be created) and is writable."""
+    path = Path(path).expanduser()
+    if path.is_dir():
+        raise InputError(f"{what}: {path} is a folder; give a file name such as {path / 'result.json'}")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise InputError(f"{what}: {path} exists and is not writable")
+    folder = path.parent
+    _require_creatable_in(_nearest_existing_folder(folder), what, path)
+    return path
+
+
+def check_output_folder(path, what: str) -> Path:
+    """A folder the command will write into after its work: a folder if it exists, else creatable;
+    writable either way."""
+    path = Path(path).expanduser()
+    if path.exists() and not path.is_dir():
+        raise InputError(f"{what}: {path} exists and is not a folder")
+    _require_creatable_in(_nearest_existing_folder(path), what, path)
+    return path
+
+
+def parse_scheduler_address(address) -> tuple[str, int]:
+    """(host, port) of a Dask scheduler address such as ``tcp://127.0.0.1:8786`` or
+    ``10.0.0.5:8786``; an :class:`InputError` for anything else."""
+    match = _SCHEDULER_ADDRESS.match(str(address).strip()) if isinstance(address, str) else None
+    if match is None or not 0 < int(match["port"]) < 65536:
+        raise InputError(
+            f"scheduler address {address!r} is not a Dask address: expected tcp://HOST:PORT "
+            "(the address `dask scheduler` prints)"
+        )
+    return match["host"].strip("[]"), int(match["port"])
+
+
+def check_scheduler_reachable(address: str, timeout: float = DEFAULT_CONNECT_TIMEOUT) -> None:
+    """Open (and close) a TCP connection to the scheduler within ``timeout`` seconds, so that an
+    unreachable one fails in seconds rather than after Dask's own retries."""
+    host, port = parse_scheduler_address(address)
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            pass
+    except OSError as error:
+        reason = "no answer" if isinstance(error, TimeoutError) else (error.strerror or str(error))
+        raise InputError(
+            f"cannot reach the Dask scheduler at {address} within {timeout:g} s ({reason}); start "
+            "one with `dask scheduler`, or leave out --scheduler to use a local cluster"
+        ) from None
+
+
+# -- argparse types: a range error is a usage error before anything runs ---------------------------
+
+
+def integer_at_least(low: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {low}, got {value}")
+        return value
+
+    parse.__name__ = f"integer >= {low}"
+    return parse
+
+
+def number_in(low: float, high: float = math.inf, *, low_open: bool = False, high_open: bool = True):
+    """A finite float in [low, high) by default; ``low_open``/``high_open`` exclude the ends."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        too_low = value <= low if low_open else value < low
+        too_high = value >= high if high_open else value > high
+        if not math.isfinite(value) or too_low or too_high:
+            if math.isinf(high):
+                raise argparse.ArgumentTypeError(f"must be a number {'>' if low_open else '>='} {low:g}, got {text}")
+            interval = f"{'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+            raise argparse.ArgumentTypeError(f"must lie in {interval}, got {text}")
+        return value
+
+    parse.__name__ = "number"
+    return parse
+
+
+def port_number(text: str) -> int:
+    value = integer_at_least(1)(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"must be a port number in 1..65535, got {value}")
+    return value
+
+
+def check_port_free(port: int, host: str = "127.0.0.1") -> None:
+    """Fail now if ``host:port`` is taken, rather than after a server half-started."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind((host, port))
+        except OSError as error:
+            raise InputError(f"port {port} on {host} is in use ({error.strerror}); choose another with --port") from None

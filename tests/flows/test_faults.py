@@ -1,0 +1,270 @@
+"""A table of bad inputs against the command line: each must end, before any work, with a non-zero
+exit, one clear last line that names the problem, no traceback, and nothing created or lost.
+
+The cases run ``topicbench`` in this process (``main(argv)``); none of them may start a flow, a
+Dask cluster or a Prefect server, which is what keeps them fast. Faults that need a running flow
+(a killed worker, Ctrl-C, two processes on one store) are in ``test_run_claims.py`` and
+``test_exit_paths.py``.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from topicbench.flows.cli import main
+
+GOOD_CONFIG = """\
+experiment: faults
+corpora:
+  - {name: tiny, source: {corpus}, preprocessing: {preprocessed: true}}
+models:
+  - {model: elda}
+  - {model: gensim_lda, num_topics: 4}
+seeds: [0, 1]
+"""
+
+
+@dataclass
+class Case:
+    """``argv`` with ``{corpus}``, ``{tmp}``, ``{config}``, ``{store}`` and ``{closed_port}`` filled in;
+    ``config`` is YAML written to ``{tmp}/config.yaml`` (with ``{corpus}`` filled in) when given."""
+
+    name: str
+    argv: list
+    message: str
+    config: str | None = None
+    exit_code: int = 2
+    corpus: str = "good"
+    extra: dict = field(default_factory=dict)
+
+
+def _config(**replace) -> str:
+    text = GOOD_CONFIG
+    for old, new in replace.items():
+        text = text.replace(old.replace("__", " "), new)
+    return text
+
+
+ELDA = ["elda", "--corpus", "{corpus}", "--preprocessed"]
+RUN = ["run", "{config}", "--tracking-uri", "sqlite:///{tmp}/new/mlflow.db", "--out", "{tmp}/report"]
+
+CASES = [
+    # -- topicbench elda: the corpus ----------------------------------------------------------------
+    Case("elda: corpus path missing", ["elda", "--corpus", "{tmp}/nowhere"], "corpus not found"),
+    Case("elda: empty text file", ["elda", "--corpus", "{tmp}/empty.txt"], "is empty"),
+    Case("elda: folder without corpus.tsv", ["elda", "--corpus", "{tmp}/no_tsv"], "corpus.tsv"),
+    Case("elda: malformed corpus.tsv line", ELDA, "line 2", corpus="malformed"),
+    Case("elda: corpus.tsv with only empty documents", ELDA, "no document has 1 or more tokens", corpus="blank_documents"),
+    Case("elda: unknown words against vocabulary.txt", ELDA, "not in", corpus="unknown_words"),
+    Case("elda: min-df removes every word", [*ELDA[:3], "--min-df", "1000"], "", corpus="raw"),
+    # -- topicbench elda: numbers -------------------------------------------------------------------
+    Case("elda: kappa < 1", [*ELDA, "--kappa", "0.5"], "--kappa: must be a number >= 1"),
+    Case("elda: kappa not a number", [*ELDA, "--kappa", "two"], "--kappa: expected a number"),
+    Case("elda: kappa nan", [*ELDA, "--kappa", "nan"], "--kappa: must be a number >= 1"),
+    Case("elda: kappa inf", [*ELDA, "--kappa", "inf"], "--kappa: must be a number >= 1"),
+    Case("elda: kappa above documents x topics", [*ELDA, "--kappa", "1000"], "larger than documents x topics"),
+    Case("elda: epsilon 0", [*ELDA, "--algorithm", "parallel", "--epsilon", "0"], "--epsilon: must lie in (0, 1)"),
+    Case("elda: epsilon 1.5", [*ELDA, "--algorithm", "parallel", "--epsilon", "1.5"], "--epsilon: must lie in (0, 1)"),
+    Case("elda: min-df 0", [*ELDA, "--min-df", "0"], "--min-df: must be an integer >= 1"),
+    Case("elda: top-words 0", [*ELDA, "--top-words", "0"], "--top-words: must be an integer >= 1"),
+    Case("elda: negative seed", [*ELDA, "--seed", "-1"], "--seed: must be an integer >= 0"),
+    Case("elda: zero workers", [*ELDA, "--algorithm", "parallel", "--workers", "0"], "--workers: must be an integer >= 1"),
+    Case("elda: unknown generator", [*ELDA, "--generator", "magic"], "invalid choice: 'magic'"),
+    Case("elda: connect timeout 0", [*ELDA, "--connect-timeout", "0"], "--connect-timeout: must be a number > 0"),
+    # -- topicbench elda: outputs and the scheduler ------------------------------------------------
+    Case("elda: --json under /proc", [*ELDA, "--json", "/proc/topicbench.json"], "--json: cannot write in /proc"),
+    Case("elda: --json is a folder", [*ELDA, "--json", "{tmp}"], "is a folder; give a file name"),
+    Case("elda: --parquet is a file", [*ELDA, "--parquet", "{tmp}/empty.txt"], "exists and is not a folder"),
+    Case("elda: --parquet under /proc", [*ELDA, "--parquet", "/proc/topicbench"], "--parquet: cannot write in /proc"),
+    Case("elda: scheduler with exact greedy", [*ELDA, "--scheduler", "tcp://127.0.0.1:1"], "apply to --algorithm parallel only"),
+    Case("elda: scheduler address malformed", [*ELDA, "--algorithm", "parallel", "--scheduler", "not an address"], "is not a Dask address"),
+    Case("elda: scheduler unreachable", [*ELDA, "--algorithm", "parallel", "--scheduler", "tcp://127.0.0.1:{closed_port}",
+                                         "--connect-timeout", "2"], "cannot reach the Dask scheduler"),
+    # -- topicbench run: the config ----------------------------------------------------------------
+    Case("run: config file missing", ["run", "{tmp}/missing.yaml"], "config file not found"),
+    Case("run: config not YAML", RUN, "is not valid YAML", config="experiment: [unclosed\n"),
+    Case("run: config a list", RUN, "must be a mapping", config="- elda\n"),
+    Case("run: unknown top-level key", RUN, "unknown setting 'sedes'", config=_config(seeds="sedes")),
+    Case("run: seeds [true]", RUN, "seeds must be a non-empty list of integers", config=_config(**{"[0, 1]": "[true]"})),
+    Case("run: negative seed", RUN, "seeds must be a non-empty list of integers >= 0", config=_config(**{"[0, 1]": "[-3]"})),
+    Case("run: repeated seeds", RUN, "seeds repeat", config=_config(**{"[0, 1]": "[1, 1]"})),
+    Case("run: seeds not a list", RUN, "seeds must be a list", config=_config(**{"[0, 1]": "7"})),
+    Case("run: corpora []", RUN, "corpora is empty", config="experiment: x\ncorpora: []\nmodels: [{model: elda}]\n"),
+    Case("run: no models", RUN, "no models", config="experiment: x\nmodels: []\n"),
+    Case("run: corpus source missing", RUN, "corpus source not found", config=_config(**{"{corpus}": "/nonexistent/corpus"})),
+    Case("run: corpus without a name", RUN, "needs a 'name'", config=_config(**{"name: tiny,": ""})),
+    Case("run: unknown model", RUN, "Unknown model 'lda'", config=_config(**{"model: elda": "model: lda"})),
+    Case("run: unknown model setting", RUN, "has no setting 'passes'", config=_config(**{"{model: elda}": "{model: elda, settings: {passes: 3}}"})),
+    Case("run: num_topics -5", RUN, "num_topics must be an integer >= 1, got -5", config=_config(**{"num_topics: 4": "num_topics: -5"})),
+    Case("run: num_topics missing", RUN, "num_topics must be an integer >= 1, got None", config=_config(**{", num_topics: 4": ""})),
+    Case("run: num_topics true", RUN, "num_topics must be an integer >= 1, got True", config=_config(**{"num_topics: 4": "num_topics: true"})),
+    Case("run: iterations 'many'", RUN, "setting 'iterations' must be an integer, got 'many'",
+         config=_config(**{"num_topics: 4}": "num_topics: 4, settings: {iterations: many}}"})),
+    Case("run: passes true", RUN, "setting 'passes' must be an integer, got True",
+         config=_config(**{"num_topics: 4}": "num_topics: 4, settings: {passes: true}}"})),
+    Case("run: kappa 0.5", RUN, "kappa must be >= 1", config=_config(**{"{model: elda}": "{model: elda, settings: {kappa: 0.5}}"})),
+    Case("run: generator unknown", RUN, "generator must be one of", config=_config(**{"{model: elda}": "{model: elda, settings: {generator: magic}}"})),
+    Case("run: settings not a mapping", RUN, "settings must be a mapping", config=_config(**{"{model: elda}": "{model: elda, settings: [1]}"})),
+    Case("run: duplicate labels", RUN, "share the label", config=_config(**{"num_topics: 4}": "num_topics: 4}\n  - {model: gensim_lda, num_topics: 8}"})),
+    Case("run: unknown metric", RUN, "Unknown metric 'coherence'", config=_config(seeds="metrics: [coherence]\nseeds")),
+    Case("run: top_n [1]", RUN, "top_n must list integers >= 2", config=_config(seeds="top_n: [1]\nseeds")),
+    Case("run: workers 0", RUN, "workers must be an integer >= 1", config=_config(seeds="workers: 0\nseeds")),
+    Case("run: workers true", RUN, "workers must be an integer >= 1", config=_config(seeds="workers: true\nseeds")),
+    Case("run: scheduler malformed", RUN, "is not a Dask address", config=_config(seeds="scheduler: somewhere\nseeds")),
+    Case("run: empty experiment name", RUN, "experiment must be a non-empty string", config=_config(**{"experiment: faults": "experiment: ''"})),
+    # -- topicbench run: where it writes ------------------------------------------------------------
+    Case("run: --out is a file", ["run", "{config}", "--tracking-uri", "sqlite:///{tmp}/new/mlflow.db", "--out", "{tmp}/empty.txt"],
+         "exists and is not a folder", config=GOOD_CONFIG),
+    Case("run: --seeds -1", [*RUN, "--seeds", "-1"], "--seeds: must be an integer >= 0", config=GOOD_CONFIG),
+    Case("run: --workers 0", [*RUN, "--workers", "0"], "--workers: must be an integer >= 1", config=GOOD_CONFIG),
+    Case("run: scheduler unreachable", [*RUN, "--scheduler", "tcp://127.0.0.1:{closed_port}", "--connect-timeout", "2"],
+         "cannot reach the Dask scheduler", config=GOOD_CONFIG),
+    Case("run: tracking server unreachable", ["run", "{config}", "--tracking-uri", "http://127.0.0.1:{closed_port}", "--out", "{tmp}/report"],
+         "unreachable", config=GOOD_CONFIG),
+    Case("run: sqlite store under /proc", ["run", "{config}", "--tracking-uri", "sqlite:////proc/topicbench/mlflow.db", "--out", "{tmp}/report"],
+         "/proc/topicbench", config=GOOD_CONFIG),
+    # -- topicbench report / ui / paper -------------------------------------------------------------
+    Case("report: store does not exist", ["report", "--experiment", "nope", "--tracking-uri", "sqlite:///{tmp}/new/mlflow.db"],
+         "no tracking database at"),
+    Case("report: experiment does not exist", ["report", "--experiment", "nope", "--tracking-uri", "{store}"],
+         "no experiment named 'nope'"),
+    Case("report: --out is a file", ["report", "--experiment", "kept", "--tracking-uri", "{store}", "--out", "{tmp}/empty.txt"],
+         "exists and is not a folder"),
+    Case("ui: store does not exist", ["ui", "--tracking-uri", "sqlite:///{tmp}/new/mlflow.db"], "no tracking database at"),
+    Case("ui: port out of range", ["ui", "--port", "70000"], "--port: must be a port number in 1..65535"),
+    Case("ui: port in use", ["ui", "--tracking-uri", "{store}", "--port", "{busy_port}"], "is in use"),
+    Case("paper: data folder missing", ["paper", "--data", "{tmp}/nodata", "--out", "{tmp}/paper",
+                                         "--tracking-uri", "sqlite:///{tmp}/new/mlflow.db"], "paper corpora missing from"),
+    Case("paper: unknown baseline", ["paper", "--data", "{tmp}/paperdata", "--baselines", "lda", "--out", "{tmp}/paper",
+                                      "--tracking-uri", "sqlite:///{tmp}/new/mlflow.db"], "Unknown model 'lda'"),
+    Case("paper: unknown corpus", ["paper", "--data", "{tmp}/paperdata", "--corpora", "nyt", "--out", "{tmp}/paper",
+                                    "--tracking-uri", "sqlite:///{tmp}/new/mlflow.db"], "paper corpora missing from"),
+    Case("paper: iterations 0", ["paper", "--data", "{tmp}/paperdata", "--iterations", "0"], "--iterations: must be an integer >= 1"),
+]
+
+
+def _write_corpora(tmp: Path) -> dict:
+    good = tmp / "good"
+    good.mkdir()
+    docs = ["budget tax cut budget", "tax cut vote budget", "war troops iraq vote", "iraq war troops budget",
+            "school teacher education", "education school budget teacher"]
+    (good / "corpus.tsv").write_text("".join(f"{d}\ttrain\n" for d in docs))
+    malformed = tmp / "malformed"
+    malformed.mkdir()
+    (malformed / "corpus.tsv").write_text("tax cut\ttrain\ntax\ttrain\tlabel\textra\n")
+    blank = tmp / "blank_documents"
+    blank.mkdir()
+    (blank / "corpus.tsv").write_text("\ttrain\n\ttrain\n")
+    unknown = tmp / "unknown_words"
+    unknown.mkdir()
+    (unknown / "corpus.tsv").write_text("tax cut\ttrain\nwar troops\ttrain\n")
+    (unknown / "vocabulary.txt").write_text("tax\ncut\nwar\n")
+    raw = tmp / "raw.txt"
+    raw.write_text("The budget and the tax cut.\nWar and troops in Iraq.\n")
+    (tmp / "empty.txt").write_text("")
+    (tmp / "no_tsv").mkdir()
+    for name in ("congress", "reuters", "20ng_politics"):  # stand-ins: these cases must fail before reading them
+        (tmp / "paperdata" / name).mkdir(parents=True)
+        (tmp / "paperdata" / name / "corpus.tsv").write_text((good / "corpus.tsv").read_text())
+    return {"good": good, "malformed": malformed, "blank_documents": blank, "unknown_words": unknown, "raw": raw}
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]  # nobody listens once the probe closes
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    """An existing sqlite store holding one experiment, 'kept', with one finished run."""
+    from mlflow.tracking import MlflowClient
+
+    folder = tmp_path_factory.mktemp("store")
+    uri = f"sqlite:///{folder / 'mlflow.db'}"
+    client = MlflowClient(uri)
+    run = client.create_run(client.create_experiment("kept"))
+    client.log_metric(run.info.run_id, "kept_metric", 1.0)
+    client.set_terminated(run.info.run_id, "FINISHED")
+    return uri
+
+
+@pytest.fixture
+def busy_port():
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        yield server.getsockname()[1]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+def test_bad_input_ends_with_one_clear_line_before_any_work(case, tmp_path, store, busy_port, capsys):
+    corpora = _write_corpora(tmp_path)
+    fill = {
+        "corpus": str(corpora[case.corpus]), "tmp": str(tmp_path), "config": str(tmp_path / "config.yaml"),
+        "store": store, "closed_port": str(_closed_port()), "busy_port": str(busy_port),
+    }
+    if case.config is not None:
+        (tmp_path / "config.yaml").write_text(case.config.replace("{corpus}", str(corpora["good"])))
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    store_before = _store_snapshot(store)
+
+    started = time.monotonic()
+    code = main([part.format(**fill) for part in case.argv])
+    seconds = time.monotonic() - started
+
+    captured = capsys.readouterr()
+    lines = [line for line in captured.err.strip().splitlines() if line.strip()]
+    assert code == case.exit_code, captured.err
+    assert lines, "no error message"
+    assert case.message in lines[-1], lines[-1]
+    assert "Traceback" not in captured.err
+    # nothing created where it failed (no store, no report folder, no half-written result) ...
+    after = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    assert after == before
+    # ... and nothing already tracked changed
+    assert _store_snapshot(store) == store_before
+    # checked before any work: no cluster, no server, no fit started (those take many seconds)
+    assert seconds < 30, f"took {seconds:.0f} s to fail"
+
+
+def _store_snapshot(uri: str):
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(uri)
+    runs = client.search_runs([client.get_experiment_by_name("kept").experiment_id])
+    return sorted((r.info.run_id, r.info.status, tuple(sorted(r.data.metrics.items()))) for r in runs)
+
+
+def test_the_table_covers_at_least_forty_faults():
+    assert len(CASES) >= 40 and len({case.name for case in CASES}) == len(CASES)
+
+
+def test_a_result_that_cannot_be_written_after_the_fit_is_kept(tmp_path, capsys, monkeypatch):
+    """The output path passed its check but fails at the end (the disk filled up): the fit's
+    result goes to a temporary file that the last line names."""
+    import json
+
+    from topicbench.core.elda import Solution
+
+    corpora = _write_corpora(tmp_path)
+    original = Solution.to_json
+    target = tmp_path / "out.json"
+
+    def fail_once(self, path, **kwargs):
+        if Path(path) == target:
+            raise OSError(28, "No space left on device")
+        return original(self, path, **kwargs)
+
+    monkeypatch.setattr(Solution, "to_json", fail_once)
+    code = main(["elda", "--corpus", str(corpora["good"]), "--preprocessed", "--json", str(target)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    assert "No space left on device" in err[-1] and "the result is kept at" in err[-1]
+    kept = Path(err[-1].split("the result is kept at ")[1])
+    assert json.loads(kept.read_text())["num_links"] == 12
