@@ -155,6 +155,11 @@ class DaskShards:
                     client = Client(scheduler, timeout=f"{connect_timeout}s")
                 except (OSError, TimeoutError) as error:
                     raise ConnectionError(f"cannot reach the Dask scheduler at {scheduler}: {error}") from error
+                except Exception as error:  # something answered, but not Dask's protocol (garbage sizes, ...)
+                    raise ConnectionError(
+                        f"{scheduler} answered, but not as a Dask scheduler ({type(error).__name__}: "
+                        f"{str(error)[:200]}); give the address `dask scheduler` prints"
+                    ) from error
             else:
                 self._cluster = LocalCluster(
                     n_workers=n_workers or os.cpu_count() or 1,

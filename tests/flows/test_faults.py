@@ -85,6 +85,8 @@ CASES = [
     Case("elda: scheduler address malformed", [*ELDA, "--algorithm", "parallel", "--scheduler", "not an address"], "is not a Dask address"),
     Case("elda: scheduler unreachable", [*ELDA, "--algorithm", "parallel", "--scheduler", "tcp://127.0.0.1:{closed_port}",
                                          "--connect-timeout", "2"], "cannot reach the Dask scheduler"),
+    Case("elda: scheduler address of something else", [*ELDA, "--algorithm", "parallel", "--scheduler",
+                                                       "tcp://127.0.0.1:{garbage_port}"], "answered, but not as a Dask scheduler"),
     # -- topicbench run: the config ----------------------------------------------------------------
     Case("run: config file missing", ["run", "{tmp}/missing.yaml"], "config file not found"),
     Case("run: config not YAML", RUN, "is not valid YAML", config="experiment: [unclosed\n"),
@@ -195,6 +197,29 @@ def store(tmp_path_factory):
 
 
 @pytest.fixture
+def garbage_port():
+    """A TCP server that answers every connection with bytes that are not Dask's protocol."""
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+
+    def answer():
+        while True:
+            try:
+                connection, _ = server.accept()
+            except OSError:
+                return
+            with connection:
+                connection.sendall(b"\xff" * 64)
+
+    threading.Thread(target=answer, daemon=True).start()
+    yield server.getsockname()[1]
+    server.close()
+
+
+@pytest.fixture
 def busy_port():
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))
@@ -203,11 +228,12 @@ def busy_port():
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
-def test_bad_input_ends_with_one_clear_line_before_any_work(case, tmp_path, store, busy_port, capsys):
+def test_bad_input_ends_with_one_clear_line_before_any_work(case, tmp_path, store, busy_port, garbage_port, capsys):
     corpora = _write_corpora(tmp_path)
     fill = {
         "corpus": str(corpora[case.corpus]), "tmp": str(tmp_path), "config": str(tmp_path / "config.yaml"),
         "store": store, "closed_port": str(_closed_port()), "busy_port": str(busy_port),
+        "garbage_port": str(garbage_port),
     }
     if case.config is not None:
         (tmp_path / "config.yaml").write_text(case.config.replace("{corpus}", str(corpora["good"])))
