@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import tempfile
 from pathlib import Path
 
 from .config import OCTIS_PARTITIONS
@@ -118,3 +119,13 @@ def write_json(data: dict, path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return path
+
+
+def can_write_in(folder) -> bool:
+    """Whether a file can be created in ``folder``: tried (and removed), since ``os.access`` says
+    yes to root where nobody can write (/proc, a read-only mount) and knows nothing of quotas."""
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            return True
+    except OSError:
+        return False

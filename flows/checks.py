@@ -10,9 +10,9 @@ import math
 import os
 import re
 import socket
-import tempfile
 from pathlib import Path
 
+from topicbench.core.io import can_write_in
 from topicbench.core.validation import InputError
 
 #: Seconds to wait for a Dask scheduler to accept a connection before calling it unreachable.
@@ -29,15 +29,10 @@ def _nearest_existing_folder(path: Path) -> Path:
 
 
 def _require_creatable_in(folder: Path, what: str, target: Path) -> None:
-    """Create and remove a file in ``folder``: the only reliable test (``os.access`` says yes to
-    root on /proc, and knows nothing of read-only mounts or full quotas)."""
     if not folder.is_dir():
         raise InputError(f"{what}: {folder} is not a folder, so {target} cannot be written")
-    try:
-        with tempfile.NamedTemporaryFile(dir=folder, prefix=".topicbench-write-check-"):
-            pass
-    except OSError as error:
-        raise InputError(f"{what}: cannot write in {folder} ({error.strerror or error}); choose another path") from None
+    if not can_write_in(folder):
+        raise InputError(f"{what}: cannot write in {folder}; choose another path")
 
 
 def check_output_file(path, what: str) -> Path:

@@ -224,11 +224,12 @@ def run_report_command(args) -> int:
 def _require_existing_store(uri: str) -> None:
     """Reading commands never create a store: a sqlite file that does not exist is an error (MLflow
     would create and migrate an empty database, slowly, and then find nothing)."""
-    from topicbench.tasks.tracking import check_tracking_uri
+    from topicbench.tasks.tracking import check_tracking_uri, sqlite_path, tracking_store_exists
 
-    if uri.startswith("sqlite:///") and ":memory:" not in uri and not Path(uri[len("sqlite:///"):]).is_file():
+    database = sqlite_path(uri)
+    if database is not None and not tracking_store_exists(uri):
         raise InputError(
-            f"no tracking database at {uri[len('sqlite:///'):]}: nothing has been tracked there yet "
+            f"no tracking database at {database}: nothing has been tracked there yet "
             "(run `topicbench run` first, or give the store with --tracking-uri)"
         )
     check_tracking_uri(uri)

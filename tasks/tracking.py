@@ -31,6 +31,8 @@ import numpy as np
 from prefect import task
 from prefect.cache_policies import NONE
 
+from topicbench.core.io import can_write_in
+
 from .records import git_commit, package_versions
 
 logger = logging.getLogger(__name__)
@@ -152,7 +154,7 @@ def _check_sqlite(uri: str, timeout: float) -> None:
     if path.exists():
         if not os.access(path, os.R_OK | os.W_OK):
             raise TrackingError(f"the tracking database {path} is not writable: fix its permissions or give another --tracking-uri")
-        if not _can_write_in(path.parent):
+        if not can_write_in(path.parent):
             raise TrackingError(
                 f"the folder {path.parent} of the tracking database is not writable (sqlite writes its journal "
                 f"there): fix its permissions or give another --tracking-uri"
@@ -160,21 +162,11 @@ def _check_sqlite(uri: str, timeout: float) -> None:
         _open_sqlite(path, timeout)
         return
     existing = next(folder for folder in [path.parent, *path.parent.parents] if folder.exists())
-    if not existing.is_dir() or not _can_write_in(existing):
+    if not existing.is_dir() or not can_write_in(existing):
         raise TrackingError(
             f"cannot create the tracking database {path}: {existing} is not a writable folder "
             f"(give a --tracking-uri sqlite:///PATH in a writable folder)"
         )
-
-
-def _can_write_in(folder: Path) -> bool:
-    """Whether a file can be created in ``folder``: tried, since ``os.access`` says yes to root
-    even where nobody can write (/proc, a read-only mount)."""
-    try:
-        with tempfile.TemporaryFile(dir=folder):
-            return True
-    except OSError:
-        return False
 
 
 def _open_sqlite(path: Path, timeout: float) -> None:
