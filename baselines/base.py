@@ -7,6 +7,7 @@ import importlib
 import threading
 import time
 from contextlib import contextmanager
+from dataclasses import replace
 
 import numpy as np
 import psutil
@@ -16,17 +17,37 @@ from topicbench.core.output import PROBABILITY_TOLERANCE, TopicModelOutput
 from topicbench.core.validation import InputError, check_vocabulary_matches
 
 
+#: Attributes every fitted model has; no resolved value may take their names.
+_FITTED_FIELDS = ("output_", "resolved_")
+
+
 class ModelError(RuntimeError):
     """A model could not fit: the message names the model and the reason."""
 
 
 class TopicModel(abc.ABC):
-    """A topic model: settings at construction (stored untouched), ``fit`` returns the shared output.
+    """A topic model as an estimator: settings at construction, ``fit(corpus)`` returns the model.
+
+    ``Model(num_topics=K, random_state=seed, **settings)`` stores its arguments untouched (each
+    setting's default filled in from :attr:`defaults`) and checks them at once: unknown names,
+    each value's type and range (:meth:`_check_settings`) and K (:meth:`check_num_topics`), so
+    that a config that cannot run fails before any work. :meth:`fit` returns the model, with the
+    shared output in ``output_`` and the values the fit resolved (``alpha="auto"`` becomes
+    ``alpha_``, K a model chooses itself ``num_topics_``) in ``resolved_`` and as attributes.
 
     Subclasses set ``name`` (its registry name), list their settings with defaults in
-    ``defaults``, and implement ``_fit``. Optionally they check setting values in
-    ``_check_settings`` and infer topics of new documents in ``_transform`` (then they set
+    ``defaults`` (documented in the class docstring's *Settings*), implement ``_fit`` and
+    optionally ``_check_settings``, ``_setup`` and ``_transform`` (then they set
     ``supports_transform = True``).
+
+    Parameters
+    ----------
+    num_topics : int or None
+        K, the number of topics; None where the model chooses it (E-LDA, BERTopic).
+    random_state : int
+        Seed of every random draw of the fit (recorded as the output's ``seed``).
+    **settings
+        The model's settings (see :attr:`defaults`).
 
     Attributes
     ----------
@@ -35,8 +56,7 @@ class TopicModel(abc.ABC):
     defaults : dict
         Every setting with its default value.
     settings : dict
-        The settings as given (defaults filled in), never changed by ``fit``; resolved values
-        (``alpha_``, ``num_topics_``) go to the output's ``settings``.
+        The settings as given (defaults filled in), never changed by ``fit``.
     reproducible : bool
         Whether the same seed gives an identical output (asserted by the contract test).
     supports_transform : bool
@@ -45,6 +65,11 @@ class TopicModel(abc.ABC):
         Whether ``fit`` reads sentence embeddings of the documents (through
         :func:`topicbench.baselines.embeddings.document_embeddings`, from the model named by the
         ``embedding_model`` setting); a benchmark then computes them once per corpus, up front.
+    output_ : TopicModelOutput
+        The fitted output (its ``settings`` are :attr:`settings` plus :attr:`resolved_`).
+    resolved_ : dict
+        The values the fit resolved, each named with a trailing ``_`` (``num_topics_``,
+        ``alpha_``, ``device_``, ...); each is also an attribute of the fitted model.
     """
 
     name: str = ""
@@ -55,22 +80,28 @@ class TopicModel(abc.ABC):
     #: Values other than the default's type that a setting also takes, e.g. ``{"alpha": ("auto",)}``.
     setting_alternatives: dict = {}
 
-    def __init__(self, **settings):
+    def __init__(self, num_topics: int | None = None, *, random_state: int = 0, **settings):
         unknown = sorted(set(settings) - set(self.defaults))
         if unknown:
             raise InputError(
                 f"{self.name}: unknown settings {unknown}; known: {sorted(self.defaults)}"
             )
+        self.num_topics = num_topics
+        self.random_state = random_state
         self.settings = {**self.defaults, **settings}
         self._check_setting_types(self.settings)
         self._check_settings(self.settings)
+        self.check_num_topics(num_topics)
+        _check_random_state(self.name, random_state)
         self._fitted_vocabulary: tuple | None = None
 
     def get_params(self) -> dict:
-        return dict(self.settings)
+        """What was asked: ``num_topics``, ``random_state`` and every setting (defaults filled in)."""
+        return {"num_topics": self.num_topics, "random_state": self.random_state, **self.settings}
 
-    def fit(self, corpus: Corpus, num_topics: int | None, seed: int = 0) -> TopicModelOutput:
-        """Fit on ``corpus`` and return the checked output, with fit time and peak memory.
+    def fit(self, corpus: Corpus) -> "TopicModel":
+        """Fit on ``corpus``; set ``output_`` (checked, with fit time and peak memory) and the
+        resolved values (``resolved_`` and one attribute each); return the model.
 
         One-time work (compiling kernels, loading an embedding model or cached embeddings) runs
         first, in :meth:`_setup`, and is timed apart as ``extra["setup_seconds"]``: the fit time
@@ -83,11 +114,23 @@ class TopicModel(abc.ABC):
             with measure() as setup:
                 self._setup(corpus)
             with measure() as usage:
-                output = self._fit(corpus, num_topics, seed)
+                output, resolved = self._fit(corpus)
         output = _with_usage(output, usage, setup_seconds=setup["seconds"])
-        output = output.check(corpus.n_documents, corpus.n_tokens)
+        output = replace(output, model=self.name, seed=self.random_state, settings={**self.settings, **resolved})
+        self.output_ = output.check(corpus.n_documents, corpus.n_tokens)
+        self._set_resolved(resolved)
         self._fitted_vocabulary = tuple(corpus.vocabulary)
-        return output
+        return self
+
+    def _set_resolved(self, resolved: dict) -> None:
+        misnamed = [key for key in resolved if not key.endswith("_") or key in _FITTED_FIELDS]
+        if misnamed:
+            raise ModelError(f"{self.name}: resolved values must be named with a trailing '_', got {misnamed}")
+        for key in getattr(self, "resolved_", {}):  # a refit replaces the previous fit's values
+            self.__dict__.pop(key, None)
+        self.resolved_ = dict(resolved)
+        for key, value in resolved.items():
+            setattr(self, key, value)
 
     @contextmanager
     def _library_errors(self, corpus: Corpus):
@@ -160,21 +203,28 @@ class TopicModel(abc.ABC):
 
     def check_num_topics(self, num_topics) -> None:
         """Raise :class:`InputError` unless ``num_topics`` (K) suits this model as configured
-        (default: K is required, an integer >= 1). Runs at config time, before any work."""
+        (default: K is required, an integer >= 1). Runs at construction, before any work."""
         self._require_num_topics(num_topics)
 
     def _transform(self, corpus: Corpus) -> np.ndarray:
         raise NotImplementedError
 
     @abc.abstractmethod
-    def _fit(self, corpus: Corpus, num_topics: int | None, seed: int) -> TopicModelOutput:
-        """Fit and build the output (``fit_seconds``/``peak_memory_mb`` are filled in by ``fit``)."""
+    def _fit(self, corpus: Corpus) -> tuple[TopicModelOutput, dict]:
+        """Fit with ``self.num_topics`` and ``self.random_state``; return the output and the
+        resolved values (names ending in ``_``). ``fit`` fills in the output's model name, seed,
+        settings (:attr:`settings` plus the resolved values), fit time and peak memory."""
 
     def _require_num_topics(self, num_topics) -> int:
         """``num_topics`` as an int >= 1, or an :class:`InputError` naming the model."""
         if isinstance(num_topics, (bool, np.bool_)) or not isinstance(num_topics, (int, np.integer)) or num_topics < 1:
             raise InputError(f"{self.name}: num_topics must be an integer >= 1, got {num_topics!r}")
         return int(num_topics)
+
+
+def _check_random_state(model: str, random_state) -> None:
+    if isinstance(random_state, (bool, np.bool_)) or not isinstance(random_state, (int, np.integer)) or random_state < 0:
+        raise InputError(f"{model}: random_state must be an integer >= 0, got {random_state!r}")
 
 
 def import_optional(module: str, *, model: str, package: str | None = None):
@@ -260,8 +310,6 @@ def convergence(losses) -> dict:
 
 
 def _with_usage(output: TopicModelOutput, usage: dict, setup_seconds: float = 0.0) -> TopicModelOutput:
-    from dataclasses import replace
-
     extra = {**output.extra, "setup_seconds": float(setup_seconds)}
     if "training_loss" in extra:
         extra.update(convergence(extra["training_loss"]))

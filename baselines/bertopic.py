@@ -43,7 +43,7 @@ class BERTopicModel(TopicModel):
     nr_topics : None, "auto" or int
         BERTopic's topic reduction after clustering (``None``: none).
     reduce_to_num_topics : bool
-        Reduce to the ``num_topics`` given to ``fit`` (overrides ``nr_topics``).
+        Reduce to the model's ``num_topics`` (overrides ``nr_topics``).
     calculate_probabilities : bool
         Document-topic proportions from HDBSCAN's soft membership vectors; otherwise each
         document's column is one-hot on its topic (uniform for an outlier document).
@@ -96,13 +96,8 @@ class BERTopicModel(TopicModel):
         load_sentence_model(self.settings["embedding_model"])
         document_embeddings(corpus, model_path=self.settings["embedding_model"])
 
-    def _fit(self, corpus: Corpus, num_topics: int | None, seed: int) -> TopicModelOutput:
-        bertopic = import_optional("bertopic", model=self.name)
-        umap = import_optional("umap", model=self.name, package="umap-learn")
-        hdbscan = import_optional("hdbscan", model=self.name)
-        from sklearn.feature_extraction.text import CountVectorizer
-
-        from .embeddings import corpus_texts, document_embeddings, load_sentence_model
+    def _fit(self, corpus: Corpus) -> tuple[TopicModelOutput, dict]:
+        from .embeddings import corpus_texts, document_embeddings
 
         settings = self.settings
         minimum = max(settings["umap_neighbors"] + 1, 2 * settings["min_topic_size"])
@@ -114,10 +109,47 @@ class BERTopicModel(TopicModel):
             )
         nr_topics = settings["nr_topics"]
         if settings["reduce_to_num_topics"]:
-            nr_topics = self._require_num_topics(num_topics)
-        texts = corpus_texts(corpus)
+            nr_topics = self._require_num_topics(self.num_topics)
+        model = self._build(corpus, nr_topics)
+        logger.info("bertopic: clustering %d documents of %s", corpus.n_documents, corpus.name)
         embeddings = document_embeddings(corpus, model_path=settings["embedding_model"])
-        model = bertopic.BERTopic(
+        with np.errstate(divide="ignore"):  # c-TF-IDF's idf of vocabulary words no document uses
+            assignments, probabilities = model.fit_transform(corpus_texts(corpus), embeddings=embeddings)
+        topic_ids = sorted(t for t in set(int(t) for t in model.topics_) if t != OUTLIER_TOPIC)
+        if len(topic_ids) < 2:
+            raise ModelError(
+                f"{self.name}: HDBSCAN found {len(topic_ids)} topic(s) besides outliers in "
+                f"{corpus.n_documents} documents of {corpus.name!r}: too few documents (or too "
+                f"little structure) for its clustering; use a larger corpus or a smaller min_topic_size"
+            )
+        if topic_ids != list(range(len(topic_ids))):
+            raise ModelError(f"{self.name}: unexpected topic ids {topic_ids[:5]}... (expected 0..n-1)")
+        self.model_ = model
+        c_tf_idf = model.c_tf_idf_.toarray()
+        offset = int(getattr(model, "_outliers", 0))
+        outliers = int(np.sum(np.asarray(assignments) == OUTLIER_TOPIC))
+        output = TopicModelOutput(
+            model=self.name,
+            vocabulary=tuple(corpus.vocabulary),
+            topics=[[word for word, _ in model.get_topic(t) if word] for t in topic_ids],
+            topic_word_matrix=normalize_rows(c_tf_idf[offset : offset + len(topic_ids)]),
+            topic_document_matrix=self._topic_document(assignments, probabilities, len(topic_ids)),
+            topic_labels=[str(model.topic_labels_.get(t, t)) for t in topic_ids],
+            extra={"topic_sizes": [int(model.topic_sizes_.get(t, 0)) for t in topic_ids], "outlier_documents": outliers},
+        )
+        return output, {"num_topics_": len(topic_ids), "nr_topics_": nr_topics, "outlier_documents_": outliers}
+
+    def _build(self, corpus: Corpus, nr_topics):
+        """An unfitted ``BERTopic`` with seeded UMAP, HDBSCAN and a vectorizer over the corpus vocabulary."""
+        bertopic = import_optional("bertopic", model=self.name)
+        umap = import_optional("umap", model=self.name, package="umap-learn")
+        hdbscan = import_optional("hdbscan", model=self.name)
+        from sklearn.feature_extraction.text import CountVectorizer
+
+        from .embeddings import load_sentence_model
+
+        settings = self.settings
+        return bertopic.BERTopic(
             embedding_model=load_sentence_model(settings["embedding_model"]),
             umap_model=umap.UMAP(
                 n_neighbors=int(settings["umap_neighbors"]),
@@ -125,7 +157,7 @@ class BERTopicModel(TopicModel):
                 min_dist=0.0,
                 metric="cosine",
                 low_memory=False,
-                random_state=int(seed),
+                random_state=int(self.random_state),
                 n_jobs=1,  # what a random_state forces anyway (UMAP is reproducible only serially)
             ),
             hdbscan_model=hdbscan.HDBSCAN(
@@ -140,36 +172,6 @@ class BERTopicModel(TopicModel):
             top_n_words=int(settings["top_words"]),
             nr_topics=nr_topics,
             calculate_probabilities=bool(settings["calculate_probabilities"]),
-        )
-        logger.info("bertopic: clustering %d documents of %s", corpus.n_documents, corpus.name)
-        with np.errstate(divide="ignore"):  # c-TF-IDF's idf of vocabulary words no document uses
-            assignments, probabilities = model.fit_transform(texts, embeddings=embeddings)
-        topic_ids = sorted(t for t in set(int(t) for t in model.topics_) if t != OUTLIER_TOPIC)
-        if len(topic_ids) < 2:
-            raise ModelError(
-                f"{self.name}: HDBSCAN found {len(topic_ids)} topic(s) besides outliers in "
-                f"{corpus.n_documents} documents of {corpus.name!r}: too few documents (or too "
-                f"little structure) for its clustering; use a larger corpus or a smaller min_topic_size"
-            )
-        if topic_ids != list(range(len(topic_ids))):
-            raise ModelError(f"{self.name}: unexpected topic ids {topic_ids[:5]}... (expected 0..n-1)")
-        self.model_ = model
-        c_tf_idf = model.c_tf_idf_.toarray()
-        offset = int(getattr(model, "_outliers", 0))
-        topic_word = normalize_rows(c_tf_idf[offset : offset + len(topic_ids)])
-        topics = [[word for word, _ in model.get_topic(t) if word] for t in topic_ids]
-        topic_document = self._topic_document(assignments, probabilities, len(topic_ids))
-        outliers = int(np.sum(np.asarray(assignments) == OUTLIER_TOPIC))
-        return TopicModelOutput(
-            model=self.name,
-            vocabulary=tuple(corpus.vocabulary),
-            topics=topics,
-            topic_word_matrix=topic_word,
-            topic_document_matrix=topic_document,
-            topic_labels=[str(model.topic_labels_.get(t, t)) for t in topic_ids],
-            settings={**settings, "num_topics_": len(topic_ids), "nr_topics_": nr_topics, "outlier_documents_": outliers},
-            seed=seed,
-            extra={"topic_sizes": [int(model.topic_sizes_.get(t, 0)) for t in topic_ids], "outlier_documents": outliers},
         )
 
     def _topic_document(self, assignments, probabilities, n_topics: int) -> np.ndarray:

@@ -1,36 +1,82 @@
-"""E-LDA as one more model of the registry (wraps :mod:`topicbench.core.elda`)."""
+"""E-LDA as one more model of the registry (wraps the estimator :class:`topicbench.core.elda.ELDA`)."""
 
 from __future__ import annotations
 
-from topicbench.core.config import GENERATORS, OUTPUT_TOP_WORDS
-from topicbench.core.corpus import Corpus, corpus_from_token_lists
+from topicbench.core.config import DEFAULT_EPSILON, DEFAULT_GENERATOR, OUTPUT_TOP_WORDS
+from topicbench.core.corpus import Corpus
+from topicbench.core.preprocess import corpus_from_token_lists
 from topicbench.core.elda import ELDA
+from topicbench.core.generators import GENERATORS
 from topicbench.core.output import TopicModelOutput
-from topicbench.core.validation import InputError, check_kappa
+from topicbench.core.parallel import LocalShards
+from topicbench.core.validation import InputError, check_epsilon, check_kappa
 
 from .base import TopicModel, require_choice, require_integers
 
-#: Generators whose numba kernels this process has compiled (or loaded from numba's cache).
-_WARM_GENERATORS: set = set()
+#: The algorithms of the ``algorithm`` setting: exact FastGreedy, or the low-adaptivity
+#: parallel algorithm in this process (:class:`~topicbench.core.parallel.LocalShards`).
+ALGORITHMS = ("exact", "parallel")
+
+#: (generator, algorithm) pairs whose numba kernels this process has compiled (or loaded from
+#: numba's cache).
+_WARM: set = set()
 
 #: A corpus just big enough to run every kernel of a fit once (candidates, first round, greedy).
 _WARM_UP_DOCUMENTS = (("tax", "cut", "tax", "budget"), ("budget", "deficit", "cut"), ("war", "troops", "tax"))
 
 
 class ELDAModel(TopicModel):
-    """E-LDA with keyword topics. ``num_topics`` is ignored (E-LDA chooses how many topics it
-    uses; the budget is ``kappa``); the seed is recorded (exact greedy is deterministic)."""
+    """E-LDA with keyword topics, exact or parallel.
+
+    ``num_topics`` is ignored (E-LDA chooses how many topics it uses; the budget is ``kappa``),
+    but a K given must be an integer >= 1. ``random_state`` seeds the parallel algorithm's
+    tie-breaking at the budget (exact greedy is deterministic).
+
+    Settings
+    --------
+    kappa : float
+        Mean number of topics per document, κ in the paper (spec §1); budget k = floor(κ D).
+    generator : {"raw_umass", "exp_umass", "cooccurrence"}
+        Keyword topic generator (spec §2); default :data:`~topicbench.core.config.DEFAULT_GENERATOR`,
+        the paper's best, the estimator's and the CLI's default too.
+    top_words : int
+        Words per topic in the output's topic lists.
+    algorithm : {"exact", "parallel"}
+        Exact FastGreedy (1 - 1/e), or the low-adaptivity parallel algorithm (spec §3,
+        1 - 1/e - O(ε)) run in this process on numba's threads (as many as the process allows:
+        a benchmark's Dask worker holds them to its thread count).
+    epsilon : float
+        Accuracy parameter of the parallel algorithm, in (0, 1) (default
+        :data:`~topicbench.core.config.DEFAULT_EPSILON`). It applies to ``algorithm="parallel"``
+        only: changing it with the exact algorithm is an error rather than ignored.
+
+    Resolved values: ``budget_`` (k), ``num_candidates_`` (keyword topics generated) and, for the
+    parallel algorithm, ``threads_`` (numba threads it ran on).
+    """
 
     name = "elda"
-    defaults = {"kappa": 2.0, "generator": "cooccurrence", "top_words": OUTPUT_TOP_WORDS}
+    defaults = {
+        "kappa": 2.0,
+        "generator": DEFAULT_GENERATOR,
+        "top_words": OUTPUT_TOP_WORDS,
+        "algorithm": "exact",
+        "epsilon": DEFAULT_EPSILON,
+    }
 
     def _check_settings(self, settings: dict) -> None:
         try:
             check_kappa(settings["kappa"])
+            check_epsilon(settings["epsilon"])
         except InputError as error:
             raise InputError(f"{self.name}: {error}") from None
         require_choice(self.name, "generator", settings["generator"], GENERATORS)
+        require_choice(self.name, "algorithm", settings["algorithm"], ALGORITHMS)
         require_integers(self.name, settings, {"top_words": 1})
+        if settings["algorithm"] == "exact" and settings["epsilon"] != self.defaults["epsilon"]:
+            raise InputError(
+                f"{self.name}: epsilon applies to algorithm 'parallel' only (exact greedy has none); "
+                f"set algorithm: parallel or leave epsilon out"
+            )
 
     def check_num_topics(self, num_topics) -> None:
         """E-LDA chooses how many topics it uses: a K, if given, is ignored but must be sane."""
@@ -41,18 +87,27 @@ class ELDAModel(TopicModel):
         """Compile (or load from numba's on-disk cache) the kernels once per process, on a
         three-document corpus, so that a fit's time is the fit's: a fresh Dask worker otherwise
         spends about 25 s compiling inside the first timed fit."""
-        generator = self.settings["generator"]
-        if generator not in _WARM_GENERATORS:
-            ELDA(self.settings["kappa"], generator=generator).fit(corpus_from_token_lists(_WARM_UP_DOCUMENTS, name="warm-up"))
-            _WARM_GENERATORS.add(generator)
+        key = (self.settings["generator"], self.settings["algorithm"])
+        if key not in _WARM:
+            self._solve(corpus_from_token_lists(_WARM_UP_DOCUMENTS, name="warm-up"))
+            _WARM.add(key)
 
-    def _fit(self, corpus: Corpus, num_topics: int | None, seed: int) -> TopicModelOutput:
+    def _fit(self, corpus: Corpus) -> tuple[TopicModelOutput, dict]:
+        solution, resolved = self._solve(corpus)
+        return solution.to_output(model=self.name, top_n=self.settings["top_words"]), resolved
+
+    def _solve(self, corpus: Corpus):
+        """The E-LDA solution on ``corpus`` with the configured algorithm, and the resolved values."""
+        import numba
+
         settings = self.settings
-        model = ELDA(settings["kappa"], generator=settings["generator"]).fit(corpus)
+        parallel = settings["algorithm"] == "parallel"
+        model = ELDA(
+            settings["kappa"], generator=settings["generator"], executor=LocalShards() if parallel else None,
+            epsilon=settings["epsilon"], seed=self.random_state,
+        ).fit(corpus)
         solution = model.solution_
-        return solution.to_output(
-            model=self.name,
-            top_n=settings["top_words"],
-            settings={**settings, "budget_": solution.budget, "num_candidates_": model.candidates_.n_topics},
-            seed=seed,
-        )
+        resolved = {"budget_": solution.budget, "num_candidates_": model.candidates_.n_topics}
+        if parallel:
+            resolved["threads_"] = numba.get_num_threads()
+        return solution, resolved

@@ -106,10 +106,10 @@ class ETM(TopicModel):
         if not 0 <= settings["weight_decay"] < np.inf or not 0 <= settings["dropout"] < 1:
             raise InputError(f"{self.name}: weight_decay must be >= 0 and dropout in [0, 1)")
 
-    def _fit(self, corpus: Corpus, num_topics: int | None, seed: int) -> TopicModelOutput:
+    def _fit(self, corpus: Corpus) -> tuple[TopicModelOutput, dict]:
         _neural.load_torch(self.name)
-        num_topics = self._require_num_topics(num_topics)
-        settings = self.settings
+        num_topics = self._require_num_topics(self.num_topics)
+        settings, seed = self.settings, self.random_state
         fixed_vectors = None
         if settings["word_embeddings"] == "sentence_transformer":
             from .embeddings import word_vectors
@@ -128,7 +128,7 @@ class ETM(TopicModel):
             optimizer = _neural.adam(
                 network.parameters(), lr=float(settings["learning_rate"]), weight_decay=float(settings["weight_decay"])
             )
-            output = _neural.fit_and_output(
+            fitted = _neural.fit_and_output(
                 self.name, network, optimizer, corpus, None, settings, seed,
                 {
                     "num_topics_": num_topics,
@@ -137,7 +137,7 @@ class ETM(TopicModel):
                 },
             )
         self.network_ = network
-        return output
+        return fitted
 
     def _transform(self, corpus: Corpus) -> np.ndarray:
         with _neural.seeded(0, self.settings["threads"]):
@@ -145,63 +145,12 @@ class ETM(TopicModel):
 
 
 def _build_network(*, vocabulary_size, num_topics, embedding_size, fixed_vectors, hidden_size, activation, dropout):
-    """ETM's encoder and decoder as one module with ``loss(bow, embedding)`` and ``theta``."""
-    import torch
-    from torch import nn
-    from torch.nn import functional
+    """ETM's encoder and decoder as one module with ``loss(bow, embedding)`` and ``theta``
+    (:class:`~topicbench.baselines._networks.ETMNetwork`; imports torch)."""
+    from ._networks import ETMNetwork
 
-    activations = {"relu": nn.ReLU, "softplus": nn.Softplus, "tanh": nn.Tanh}
-
-    class ETMNetwork(nn.Module):
-        """q(δ | d) = N(μ, diag σ²) from the normalised bag of words; β = softmax over words of ρ αᵀ."""
-
-        def __init__(self):
-            super().__init__()
-            if fixed_vectors is None:
-                # the authors' rho = nn.Linear(rho_size, V, bias=False): its weight (V x rho_size)
-                # starts uniform on ±1/sqrt(rho_size) (torch's default Linear initialisation)
-                bound = 1.0 / embedding_size**0.5
-                self.word_embeddings = nn.Parameter(torch.empty(vocabulary_size, embedding_size).uniform_(-bound, bound))
-            else:
-                self.register_buffer("word_embeddings", torch.as_tensor(np.asarray(fixed_vectors), dtype=torch.float32))
-            self.topic_embeddings = nn.Linear(embedding_size, num_topics, bias=False)
-            # the first layer reads only the bag of words' stored entries (see _neural.BagOfWords)
-            self.bow_layer = _neural.build_sparse_linear(vocabulary_size, hidden_size)
-            self.encoder = nn.Sequential(
-                activations[activation](),
-                nn.Linear(hidden_size, hidden_size), activations[activation](),
-                nn.Dropout(dropout),
-            )
-            self.mean = nn.Linear(hidden_size, num_topics)
-            self.log_variance = nn.Linear(hidden_size, num_topics)
-
-        def topic_word(self):
-            """β, shape (K, V): softmax over the vocabulary of ρ α_kᵀ."""
-            return functional.softmax(self.topic_embeddings(self.word_embeddings), dim=0).T
-
-        def encode(self, bow):
-            # the encoder reads the normalised bag of words, counts / document length
-            hidden = self.encoder(self.bow_layer(bow, scale=1.0 / bow.lengths.clamp_min(1.0)))
-            return self.mean(hidden), self.log_variance(hidden)
-
-        def theta(self, bow, embedding):
-            mean, _ = self.encode(bow)
-            return functional.softmax(mean, dim=1)
-
-        def loss(self, bow, embedding):
-            """Negative ELBO (eq. 6-7): its value is the sum over the batch (what the training
-            loop reports per document), its gradient that of the mean over the batch, the
-            objective the authors' code minimises (``recon_loss.mean() + kld_theta``, both batch
-            means). The scale matters: Adam's weight decay is added to the gradient, so on the
-            sum it would weigh batch-size times less."""
-            mean, log_variance = self.encode(bow)
-            delta = mean + (0.5 * log_variance).exp() * torch.randn_like(mean)
-            theta = functional.softmax(delta, dim=1)
-            # p(w | d) = θ_d · β_w, needed only at the document's own words
-            reconstruction = -bow.weighted_log_sum(bow.mixture_at_entries(theta, self.topic_word()), ETM_LOG_EPSILON)
-            kl = -0.5 * (1 + log_variance - mean**2 - log_variance.exp()).sum(dim=1)
-            per_document = reconstruction + kl
-            batch_mean = per_document.mean()
-            return batch_mean + (per_document.sum() - batch_mean).detach()
-
-    return ETMNetwork()
+    return ETMNetwork(
+        vocabulary_size=vocabulary_size, num_topics=num_topics, embedding_size=embedding_size,
+        fixed_vectors=None if fixed_vectors is None else np.asarray(fixed_vectors), hidden_size=hidden_size,
+        activation=activation, dropout=dropout, log_epsilon=ETM_LOG_EPSILON,
+    )

@@ -76,11 +76,11 @@ class GensimLDA(TopicModel):
         require_positive(self.name, settings, ["eta", "decay", "offset", "gamma_threshold"])
         require_integers(self.name, settings, {"passes": 1, "iterations": 1, "chunksize": 1, "top_words": 1})
 
-    def _fit(self, corpus: Corpus, num_topics: int | None, seed: int) -> TopicModelOutput:
+    def _fit(self, corpus: Corpus) -> tuple[TopicModelOutput, dict]:
         from gensim.models import LdaModel
         from gensim.models.callbacks import PerplexityMetric
 
-        num_topics = self._require_num_topics(num_topics)
+        num_topics = self._require_num_topics(self.num_topics)
         settings = self.settings
         alpha = settings["alpha"] if settings["alpha"] == "auto" else float(settings["alpha"])
         logger.info("gensim_lda: K=%d, alpha=%s, %d passes on %s", num_topics, alpha, settings["passes"], corpus.name)
@@ -101,7 +101,7 @@ class GensimLDA(TopicModel):
             offset=float(settings["offset"]),
             gamma_threshold=float(settings["gamma_threshold"]),
             eval_every=None,
-            random_state=seed,
+            random_state=self.random_state,
             dtype=np.float64,
             callbacks=[bound_per_pass],
         )
@@ -110,25 +110,20 @@ class GensimLDA(TopicModel):
         expected_log_beta = model.state.get_Elogbeta()
         token_topics = _most_likely_token_topics(corpus, gamma, expected_log_beta)
         topic_word = normalize_rows(model.get_topics())
-        return TopicModelOutput(
+        output = TopicModelOutput(
             model=self.name,
             vocabulary=tuple(corpus.vocabulary),
             topics=top_words_of(topic_word, corpus.vocabulary, int(settings["top_words"])),
             topic_word_matrix=topic_word,
             topic_document_matrix=normalize_rows(gamma).T.copy(),
             token_topics=token_topics,
-            settings={
-                **settings,
-                "num_topics_": num_topics,
-                "alpha_": [float(a) for a in model.alpha],
-                "eta_": float(np.mean(model.eta)),
-            },
-            seed=seed,
             # gensim reports 2 ** (-bound per word) as "perplexity" (the bound in nats)
             extra=training_record(
                 np.log2(model.metrics[str(bound_per_pass)]), kind="negative variational bound per word (every pass)"
             ),
         )
+        resolved = {"num_topics_": num_topics, "alpha_": [float(a) for a in model.alpha], "eta_": float(np.mean(model.eta))}
+        return output, resolved
 
     def _gamma(self, corpus: Corpus) -> np.ndarray:
         """Variational Dirichlet parameters γ of every document (D x K) under the fitted topics."""
@@ -153,7 +148,7 @@ def _bow(corpus: Corpus) -> list[list[tuple[int, int]]]:
 def _most_likely_token_topics(corpus: Corpus, gamma: np.ndarray, expected_log_beta: np.ndarray) -> np.ndarray:
     """Each token's ``argmax_k E[log θ_dk] + E[log β_kw]`` (ties: the lowest topic)."""
     expected_log_theta = digamma(gamma) - digamma(gamma.sum(axis=1, keepdims=True))
-    token_doc = np.repeat(np.arange(corpus.n_documents), np.diff(corpus.doc_offsets))
+    token_doc = corpus.token_documents
     token_topics = np.empty(corpus.n_tokens, dtype=np.int64)
     for start in range(0, corpus.n_tokens, TOKEN_CHUNK):
         stop = min(start + TOKEN_CHUNK, corpus.n_tokens)

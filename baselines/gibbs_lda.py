@@ -94,11 +94,47 @@ class GibbsLDA(TopicModel):
             {"iterations": 1, "workers": 1, "optim_interval": 1, "burn_in": 0, "infer_iterations": 1, "top_words": 1},
         )
 
-    def _fit(self, corpus: Corpus, num_topics: int | None, seed: int) -> TopicModelOutput:
+    def _fit(self, corpus: Corpus) -> tuple[TopicModelOutput, dict]:
         tomotopy = import_optional("tomotopy", model=self.name)
-        num_topics = self._require_num_topics(num_topics)
+        num_topics = self._require_num_topics(self.num_topics)
         settings = self.settings
         optim_interval = int(settings["optim_interval"]) if settings["optimize_alpha"] else 0
+        model, curve = self._train(tomotopy, corpus, num_topics, optim_interval)
+        self.model_ = model
+        token_topics = _token_topics(model, corpus)
+        alpha = np.asarray(model.alpha, dtype=np.float64).reshape(-1)
+        if alpha.size == 1:
+            alpha = np.full(num_topics, alpha[0])
+        eta = float(model.eta)
+        topic_word = _topic_word(token_topics, corpus, num_topics, eta)
+        output = TopicModelOutput(
+            model=self.name,
+            vocabulary=tuple(corpus.vocabulary),
+            topics=top_words_of(topic_word, corpus.vocabulary, int(settings["top_words"])),
+            topic_word_matrix=topic_word,
+            topic_document_matrix=_topic_document(token_topics, corpus, alpha),
+            token_topics=token_topics,
+            extra={
+                "log_likelihood_per_word": float(model.ll_per_word),
+                **training_record(
+                    [-value for value in curve.values()], steps=list(curve),
+                    kind="negative log-likelihood per word (every 10 Gibbs sweeps)",
+                ),
+            },
+        )
+        resolved = {
+            "num_topics_": num_topics,
+            "alpha_": alpha.tolist(),
+            "eta_": eta,
+            "optim_interval_": optim_interval,
+            "parallel_": self._parallel_scheme(tomotopy).name,
+        }
+        return output, resolved
+
+    def _train(self, tomotopy, corpus: Corpus, num_topics: int, optim_interval: int):
+        """tomotopy's sampler on ``corpus``, trained; and its log-likelihood per word every
+        :data:`CURVE_INTERVAL` sweeps ({iteration: value}, iteration 0 the random start)."""
+        settings = self.settings
         model = tomotopy.LDAModel(
             k=num_topics,
             alpha=float(settings["alpha"]),
@@ -106,7 +142,7 @@ class GibbsLDA(TopicModel):
             min_cf=0,
             min_df=0,
             rm_top=0,
-            seed=int(seed),
+            seed=int(self.random_state),
         )
         model.optim_interval = optim_interval
         model.burn_in = int(settings["burn_in"])
@@ -117,7 +153,7 @@ class GibbsLDA(TopicModel):
             "gibbs_lda: K=%d, alpha=%s%s, %d iterations on %s",
             num_topics, settings["alpha"], " (optimised)" if optim_interval else "", settings["iterations"], corpus.name,
         )
-        curve = {}  # iteration -> log-likelihood per word (iteration 0: the random start)
+        curve = {}
         model.train(
             int(settings["iterations"]),
             workers=int(settings["workers"]),
@@ -125,38 +161,7 @@ class GibbsLDA(TopicModel):
             callback_interval=CURVE_INTERVAL,
             callback=lambda model, iteration, total: _record_progress(curve, model, iteration, total),
         )
-        self.model_ = model
-        token_topics = _token_topics(model, corpus)
-        alpha = np.asarray(model.alpha, dtype=np.float64).reshape(-1)
-        if alpha.size == 1:
-            alpha = np.full(num_topics, alpha[0])
-        eta = float(model.eta)
-        topic_word = _topic_word(token_topics, corpus, num_topics, eta)
-        topic_document = _topic_document(token_topics, corpus, alpha)
-        return TopicModelOutput(
-            model=self.name,
-            vocabulary=tuple(vocabulary),
-            topics=top_words_of(topic_word, vocabulary, int(settings["top_words"])),
-            topic_word_matrix=topic_word,
-            topic_document_matrix=topic_document,
-            token_topics=token_topics,
-            settings={
-                **settings,
-                "num_topics_": num_topics,
-                "alpha_": alpha.tolist(),
-                "eta_": eta,
-                "optim_interval_": optim_interval,
-                "parallel_": self._parallel_scheme(tomotopy).name,
-            },
-            seed=seed,
-            extra={
-                "log_likelihood_per_word": float(model.ll_per_word),
-                **training_record(
-                    [-value for value in curve.values()], steps=list(curve),
-                    kind="negative log-likelihood per word (every 10 Gibbs sweeps)",
-                ),
-            },
-        )
+        return model, curve
 
     def _parallel_scheme(self, tomotopy):
         return tomotopy.ParallelScheme.NONE if int(self.settings["workers"]) == 1 else tomotopy.ParallelScheme.DEFAULT
@@ -213,7 +218,7 @@ def _topic_word(token_topics: np.ndarray, corpus: Corpus, num_topics: int, eta: 
 
 def _topic_document(token_topics: np.ndarray, corpus: Corpus, alpha: np.ndarray) -> np.ndarray:
     """p(k | d) = (n_dk + α_k) / (n_d + Σα), shape (K, D)."""
-    token_doc = np.repeat(np.arange(corpus.n_documents), np.diff(corpus.doc_offsets))
+    token_doc = corpus.token_documents
     counts = np.zeros((len(alpha), corpus.n_documents))
     np.add.at(counts, (token_topics, token_doc), 1.0)
     counts += alpha[:, None]

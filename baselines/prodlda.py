@@ -115,10 +115,10 @@ class ProdLDA(TopicModel):
         _neural.load_torch(self.name)
         self._embeddings(corpus)
 
-    def _fit(self, corpus: Corpus, num_topics: int | None, seed: int) -> TopicModelOutput:
+    def _fit(self, corpus: Corpus) -> tuple[TopicModelOutput, dict]:
         _neural.load_torch(self.name)
-        num_topics = self._require_num_topics(num_topics)
-        settings = self.settings
+        num_topics = self._require_num_topics(self.num_topics)
+        settings, seed = self.settings, self.random_state
         embeddings = self._embeddings(corpus)
         with _neural.seeded(seed, settings["threads"]):
             network = _neural.build_prodlda_network(
@@ -134,13 +134,13 @@ class ProdLDA(TopicModel):
             optimizer = _neural.adam(
                 network.parameters(), lr=float(settings["learning_rate"]), betas=(float(settings["momentum"]), self.adam_second_moment_decay)
             )
-            output = _neural.fit_and_output(
+            fitted = _neural.fit_and_output(
                 self.name, network, optimizer, corpus, embeddings, settings, seed,
                 {"num_topics_": num_topics, "theta_samples_": self.theta_samples, **self._resolved(network, embeddings)},
                 drop_last=self.drop_last_batch, theta_samples=self.theta_samples,
             )
         self.network_ = network
-        return output
+        return fitted
 
     def _resolved(self, network, embeddings) -> dict:
         return {"encoder_inputs_": self.encoder_inputs}

@@ -73,12 +73,12 @@ def child_fit(corpus_name: str, run: str, num_topics: int, seed: int, extra_sett
     corpus = load(corpus_name)
     model_name, settings = RUNS[run]
     settings = {**settings, **extra_settings.get(model_name, {})}
-    model = MODELS.get(model_name)(**settings)
-    output = model.fit(corpus, None if model_name in ("bertopic", "elda") else num_topics, seed=seed)
+    chosen_k = None if model_name in ("bertopic", "elda") else num_topics
+    model = MODELS.get(model_name)(chosen_k, random_state=seed, **settings).fit(corpus)
+    output = model.output_
     detail = f"{output.n_topics} topics"
-    if "alpha_" in output.settings and model_name == "gibbs_lda":
-        alpha = output.settings["alpha_"]
-        detail += f", alpha sum {sum(alpha):.3g}"
+    if model_name == "gibbs_lda":
+        detail += f", alpha sum {sum(model.alpha_):.3g}"
     return {
         "seconds": output.fit_seconds,
         "peak_memory_mb": output.peak_memory_mb,

@@ -43,7 +43,7 @@ def lda_topics(corpus, n_topics: int, iterations: int, seed: int, top_n: int) ->
 
 
 def time_topicbench(topics, corpus):
-    from topicbench.core.corpus import corpus_from_token_lists
+    from topicbench.core.preprocess import corpus_from_token_lists
     from topicbench.core.metrics.coherence import coherence
 
     warm = corpus_from_token_lists([["a", "b", "c"], ["b", "c", "a", "a"]])

@@ -51,8 +51,8 @@ def synthetic_corpus(n_words: int, n_documents: int, doc_length: int, n_topics: 
 
 def measure_one(name: str, generator: str, kappa: float) -> dict:
     """Run inside the child process: load, generate candidates, optimise; report times and memory."""
-    from topicbench.core.elda import fast_greedy
     from topicbench.core.generators import keyword_candidates
+    from topicbench.core.greedy import fast_greedy
     from topicbench.core.io import load_corpus
     from topicbench.core.preprocess import PreprocessConfig
 

@@ -1,6 +1,6 @@
 """Benchmark the neural baselines' fidelity: ours against the authors' code, same corpus and seeds.
 
-For each model, ours (``MODELS.get(name)(**settings).fit(corpus, K, seed)``) and the reference
+For each model, ours (``MODELS.get(name)(K, random_state=seed, **settings).fit(corpus)``) and the reference
 are fitted at their defaults on the same bag of words over several seeds, and their topics
 scored with the project's metrics (UMass@10, NPMI@10 over the corpus itself, topic
 diversity@25). The table gives mean ± sd over seeds, fit seconds and peak memory, and says
@@ -168,7 +168,7 @@ def ranked_topics(topic_word, vocabulary, top_n: int = TOP_WORDS) -> list[list[s
 def fit_ours(corpus, model: str, num_topics: int, seed: int, settings: dict) -> dict:
     from topicbench.baselines.registry import MODELS as REGISTRY
 
-    output = REGISTRY.get(model)(**settings).fit(corpus, num_topics, seed=seed)
+    output = REGISTRY.get(model)(num_topics, random_state=seed, **settings).fit(corpus).output_
     return {"topics": [list(words[:TOP_WORDS]) for words in output.topics], "seconds": output.fit_seconds,
             "peak_memory_mb": output.peak_memory_mb,
             "settings": {k: v for k, v in output.settings.items() if isinstance(v, (int, float, str, bool, type(None)))}}
@@ -326,13 +326,13 @@ def run_child(arguments: list[str], timeout: float) -> dict:
 
 def score_topics(topics, corpus, context) -> dict:
     """The project's metrics of a fit's topics (the metrics read the topics alone)."""
-    from topicbench.core.metrics.registry import score_output
+    from topicbench.core.metrics.scoring import score
     from topicbench.core.output import TopicModelOutput
 
     output = TopicModelOutput(model="fidelity", vocabulary=tuple(corpus.vocabulary), topics=topics,
                               topic_word_matrix=np.zeros((len(topics), 0)),
                               topic_document_matrix=np.zeros((len(topics), 0)))
-    scores = score_output(output, ["umass", "npmi", "topic_diversity"], context)
+    scores = score(output, context, ["umass", "npmi", "topic_diversity"], seed=0).values
     return {key: float(scores[key]) for key, _ in SCORES}
 
 
@@ -437,7 +437,7 @@ def main(argv=None) -> int:
         print(json.dumps(result, default=str))
         return 0
 
-    from topicbench.core.metrics.registry import MetricContext
+    from topicbench.core.metrics.context import MetricContext, MetricInputs, MetricSettings
 
     extra_settings = parse_settings(args.set)
     unknown = sorted(set(extra_settings) - set(args.models))
@@ -454,7 +454,7 @@ def main(argv=None) -> int:
 
     octis_temporary = tempfile.TemporaryDirectory(prefix="octis-") if args.octis else None
     octis_dir = str(copy_octis(args.octis, Path(octis_temporary.name))) if octis_temporary else ""
-    context = MetricContext(corpus=corpus, top_n=(10, 25))
+    context = MetricContext(MetricInputs(corpus=corpus, settings=MetricSettings(top_n=(10, 25))))
     results: dict = {"corpus": corpus.summary(), "num_topics": args.num_topics, "seeds": args.seeds,
                      "settings": extra_settings, "references": {m: REFERENCES[m] for m in args.models},
                      "octis_revision": octis_revision(args.octis) if args.octis else None, "models": {}}

@@ -20,8 +20,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_elda import SHARED_DATA, synthetic_corpus  # noqa: E402
 
-from topicbench.core.elda import fast_greedy  # noqa: E402
 from topicbench.core.generators import keyword_candidates  # noqa: E402
+from topicbench.core.greedy import fast_greedy  # noqa: E402
 from topicbench.core.io import load_corpus  # noqa: E402
 from topicbench.core.parallel import Borrowed, parallel_elda  # noqa: E402
 from topicbench.core.preprocess import PreprocessConfig  # noqa: E402
@@ -66,7 +66,7 @@ def rounds(args):
 
 
 def scaling(args):
-    from topicbench.core.distributed import DaskShards
+    from topicbench.core.dask_shards import DaskShards
 
     corpus = shared("reuters")
     candidates = keyword_candidates(corpus, "raw_umass")
@@ -113,7 +113,7 @@ def _memory_shares():
 
 
 def synthetic(args):
-    from topicbench.core.distributed import DaskShards
+    from topicbench.core.dask_shards import DaskShards
 
     started = time.perf_counter()
     corpus = synthetic_corpus(args.vocabulary, n_documents=args.documents, doc_length=args.doc_length)

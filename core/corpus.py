@@ -14,6 +14,19 @@ from .config import OCTIS_PARTITIONS
 from .validation import InputError
 
 
+def segment_ids(offsets) -> np.ndarray:
+    """The segment of every element of concatenated segments, given the segments' offsets.
+
+    ``offsets`` has one entry more than there are segments (a CSR ``indptr``, or a corpus's
+    ``doc_offsets``); segment ``s`` holds elements ``offsets[s]:offsets[s + 1]``.
+
+    >>> segment_ids([0, 2, 2, 3]).tolist()
+    [0, 0, 2]
+    """
+    lengths = np.diff(np.asarray(offsets, dtype=np.int64))
+    return np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
+
+
 @dataclass(frozen=True, eq=False)
 class Corpus:
     """A tokenised corpus over a fixed vocabulary.
@@ -60,6 +73,11 @@ class Corpus:
     def n_tokens(self) -> int:
         return int(self.doc_offsets[-1])
 
+    @property
+    def token_documents(self) -> np.ndarray:
+        """The document of each token (int64, shape (n_tokens,)); computed on each call."""
+        return segment_ids(self.doc_offsets)
+
     @cached_property
     def word_index(self) -> dict:
         """Word -> id."""
@@ -68,9 +86,8 @@ class Corpus:
     @cached_property
     def doc_term(self) -> sp.csr_matrix:
         """Document-term count matrix (D x V, int32, sorted column indices)."""
-        doc_of_token = np.repeat(np.arange(self.n_documents), np.diff(self.doc_offsets))
         matrix = sp.csr_matrix(
-            (np.ones(self.n_tokens, dtype=np.int32), (doc_of_token, self.token_ids)),
+            (np.ones(self.n_tokens, dtype=np.int32), (self.token_documents, self.token_ids)),
             shape=(self.n_documents, self.n_words),
         )
         matrix.sum_duplicates()
@@ -149,23 +166,3 @@ class Corpus:
             "dropped_documents": len(self.dropped_documents),
             "fingerprint": self.fingerprint(),
         }
-
-
-def corpus_from_token_lists(
-    documents,
-    vocabulary=None,
-    *,
-    name: str = "corpus",
-    **metadata,
-) -> Corpus:
-    """Build a :class:`Corpus` from documents given as lists of word strings or word ids.
-
-    Without ``vocabulary`` the words are ordered by corpus frequency, most frequent first
-    (ties: alphabetical). Used by tests and synthetic corpora; readers go through
-    :func:`topicbench.core.preprocess.build_corpus`.
-    """
-    from .preprocess import build_corpus
-
-    return build_corpus(
-        [list(doc) for doc in documents], vocabulary=vocabulary, name=name, **metadata
-    )

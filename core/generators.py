@@ -22,11 +22,17 @@ from .validation import InputError, check_labels, check_topic_matrix, check_voca
 
 logger = logging.getLogger(__name__)
 
-_GENERATOR_CODES = {
-    "raw_umass": _kernels.RAW_UMASS,
-    "exp_umass": _kernels.EXP_UMASS,
-    "cooccurrence": _kernels.COOCCURRENCE,
-}
+#: The kernels' code of each keyword generator, in the order of :data:`.config.GENERATORS`.
+_GENERATOR_CODES = dict(
+    zip(GENERATORS, (_kernels.RAW_UMASS, _kernels.EXP_UMASS, _kernels.COOCCURRENCE), strict=True)
+)
+
+
+def check_generator(generator) -> str:
+    """Check a keyword generator's name against :data:`GENERATORS`."""
+    if generator not in GENERATORS:
+        raise InputError(f"unknown generator {generator!r}; available: {', '.join(GENERATORS)}")
+    return generator
 
 
 @dataclass(frozen=True, eq=False)
@@ -169,8 +175,7 @@ def keyword_candidates(
 
     Identical rows collapse into one topic labelled with the keywords joined by ``---``.
     """
-    if generator not in GENERATORS:
-        raise InputError(f"unknown generator {generator!r}; available: {', '.join(GENERATORS)}")
+    check_generator(generator)
     if corpus.n_documents == 0 or corpus.n_tokens == 0:
         raise InputError(f"corpus {corpus.name!r} has no tokens to build keyword topics from")
     cooc = document_cooccurrence(corpus)

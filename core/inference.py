@@ -19,9 +19,9 @@ from scipy import stats
 from . import _kernels
 from .config import NULL_TOPIC_LOG_SCORE
 from .corpus import Corpus
-from .elda import DocumentArrays, Solution, solution_from_links
 from .generators import Candidates
-from .validation import InputError
+from .solution import DocumentArrays, Solution, solution_from_links
+from .validation import InputError, check_candidates_match_corpus
 
 
 def freeze_topics(solution: Solution) -> Candidates:
@@ -71,13 +71,9 @@ def infer_topics(
         raise InputError(f"topics_per_document must be >= 1, got {topics_per_document}")
     if min_gain is not None and not (math.isfinite(min_gain) and min_gain >= 0):
         raise InputError(f"min_gain must be a finite number >= 0, got {min_gain!r}")
-    if candidates.n_words != corpus.n_words:
-        raise InputError(
-            f"the frozen topics cover {candidates.n_words} words but the corpus has {corpus.n_words}: "
-            "held-out documents must use the training vocabulary"
-        )
-    if corpus.n_documents == 0 or corpus.n_tokens == 0:
-        raise InputError(f"corpus {corpus.name!r} has no tokens to assign topics to")
+    check_candidates_match_corpus(
+        candidates, corpus, name="the frozen topics", fix="held-out documents must use the training vocabulary"
+    )
     cap = min(topics_per_document or candidates.n_topics, candidates.n_topics)
     docs = DocumentArrays.from_corpus(corpus)
     topics, gains = _kernels.independent_links(

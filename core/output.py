@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .corpus import segment_ids
 from .validation import InputError
 
 #: Rows/columns of probability matrices must sum to 1 within this tolerance.
@@ -176,7 +177,7 @@ def topic_document_from_token_topics(token_topics, doc_offsets, n_topics: int) -
     a document with none is spread evenly)."""
     token_topics = np.asarray(token_topics)
     n_docs = len(doc_offsets) - 1
-    token_doc = np.repeat(np.arange(n_docs), np.diff(doc_offsets))
+    token_doc = segment_ids(doc_offsets)
     keep = token_topics >= 0
     counts = np.zeros((n_topics, n_docs))
     np.add.at(counts, (token_topics[keep], token_doc[keep]), 1.0)

@@ -26,7 +26,7 @@ gains), then one round per threshold step. A gain evaluation is one (document, t
 
 Execution is by document shards through an executor (``run(function, *args)`` on every shard,
 with shard state kept where the shard lives): :class:`LocalShards` in this process, or
-:class:`topicbench.core.distributed.DaskShards` on a Dask cluster. The driver keeps the ledger of
+:class:`topicbench.core.dask_shards.DaskShards` on a Dask cluster. The driver keeps the ledger of
 links; a shard's state is a function of its links, so a lost shard is rebuilt from the ledger.
 """
 
@@ -36,21 +36,21 @@ import logging
 import math
 import time
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numba
 import numpy as np
 
 from . import _kernels
-from .config import NULL_TOPIC_LOG_SCORE
-from .corpus import Corpus
-from .elda import DocumentArrays, Solution, first_round, solution_from_links
+from .config import DEFAULT_EPSILON, NULL_TOPIC_LOG_SCORE
+from .corpus import Corpus, segment_ids
 from .generators import Candidates
-from .validation import InputError, check_budget, check_epsilon
+from .greedy import first_round
+from .solution import DocumentArrays, Solution, solution_from_links
+from .validation import InputError, check_budget, check_candidates_match_corpus, check_epsilon
 
 logger = logging.getLogger(__name__)
 
-#: Default accuracy parameter (spec §3; the issue's round target is stated at eps = 0.1).
-DEFAULT_EPSILON = 0.1
 #: Longest per-document sequence in one round (also the size of each document's top-gain cache).
 DEFAULT_MAX_SEQUENCE = 32
 
@@ -99,9 +99,7 @@ def _threads() -> int:
 def _merge_links(state: ShardState, local_docs: np.ndarray, topics: np.ndarray) -> None:
     """Append links (local doc ids, topics) to the state's per-document CSR of links."""
     n_docs = len(state.link_indptr) - 1
-    old_counts = np.diff(state.link_indptr)
-    old_docs = np.repeat(np.arange(n_docs), old_counts)
-    all_docs = np.concatenate([old_docs, local_docs])
+    all_docs = np.concatenate([segment_ids(state.link_indptr), local_docs])
     all_topics = np.concatenate([state.link_topics, topics])
     order = np.argsort(all_docs, kind="stable")
     state.link_topics = all_topics[order].astype(np.int64)
@@ -122,8 +120,7 @@ def _state_from_links(candidates: Candidates, shard: Shard, local_docs, topics, 
     )
     _merge_links(state, np.asarray(local_docs, dtype=np.int64), np.asarray(topics, dtype=np.int64))
     rows = (candidates.row_constants, candidates.indptr, candidates.indices, candidates.values)
-    doc_of_link = np.repeat(np.arange(n_docs), np.diff(state.link_indptr))
-    _kernels.link_per_document(doc_of_link, state.link_topics, docs.indptr, docs.words, state.best, *rows)
+    _kernels.link_per_document(segment_ids(state.link_indptr), state.link_topics, docs.indptr, docs.words, state.best, *rows)
     state.top_topics, state.top_gains = _kernels.top_gains_per_document(
         docs.indptr, docs.words, docs.counts, state.best, candidates.n_topics,
         candidates.row_constants, candidates.constants_descending, *candidates.columns,
@@ -187,10 +184,33 @@ def rebuild_shard(candidates: Candidates, shard: Shard, state, local_docs, topic
     return _state_from_links(candidates, shard, local_docs, topics, top_size), None
 
 
+class ShardExecutor(Protocol):
+    """Where :func:`parallel_elda` runs its shard functions.
+
+    ``start`` places the candidates and the shards (each shard's state starts empty); ``run``
+    calls ``function(candidates, shard, state, *args, *per_shard_args[i])`` on every shard ``i``,
+    keeps the new state where the shard lives and returns the summaries in shard order; ``close``
+    releases what ``start`` placed (and what the executor owns). ``n_workers`` is the default
+    number of shards. Implemented by :class:`LocalShards` (this process),
+    :class:`topicbench.core.dask_shards.DaskShards` (a Dask cluster) and :class:`Borrowed`.
+    """
+
+    n_workers: int
+
+    def start(self, candidates: Candidates, shards: list) -> None: ...
+
+    def run(self, function, *args, per_shard_args=None) -> list: ...
+
+    def close(self) -> None: ...
+
+
 class LocalShards:
     """Runs shard functions in this process (numba threads inside each call)."""
 
     n_workers = 1
+
+    def __repr__(self) -> str:
+        return "LocalShards()"
 
     def start(self, candidates: Candidates, shards: list) -> None:
         self.candidates = candidates
@@ -216,6 +236,9 @@ class Borrowed:
     def __init__(self, executor):
         self.executor = executor
         self.n_workers = getattr(executor, "n_workers", 1)
+
+    def __repr__(self) -> str:
+        return f"Borrowed({self.executor!r})"
 
     def start(self, *args):
         self.executor.start(*args)
@@ -253,158 +276,201 @@ class ParallelRun:
     recovered_shards: int = 0
 
 
+class Ledger:
+    """The driver's record of every accepted link, round by round, in the solution's order.
+
+    A shard's state is a function of its links, so the ledger is all that is needed to rebuild a
+    shard that was lost with its worker (:meth:`per_shard`).
+    """
+
+    def __init__(self, shards: list, n_documents: int):
+        self.n_shards = len(shards)
+        self.shard_of_doc = np.empty(n_documents, dtype=np.int64)
+        self.local_of_doc = np.empty(n_documents, dtype=np.int64)
+        for i, shard in enumerate(shards):
+            self.shard_of_doc[shard.documents] = i
+            self.local_of_doc[shard.documents] = np.arange(len(shard.documents))
+        self.documents, self.topics, self.gains = [], [], []
+
+    def per_shard(self, top_size: int) -> list:
+        """(local document ids, topics, top_size) of each shard's links: :func:`rebuild_shard`'s arguments."""
+        documents = np.concatenate(self.documents) if self.documents else np.zeros(0, dtype=np.int64)
+        topics = np.concatenate(self.topics) if self.topics else np.zeros(0, dtype=np.int64)
+        shard = self.shard_of_doc[documents]
+        return [
+            (self.local_of_doc[documents[shard == i]], topics[shard == i], top_size) for i in range(self.n_shards)
+        ]
+
+    def total_gain(self) -> float:
+        return float(sum(g.sum() for g in self.gains))
+
+    def links(self) -> np.ndarray:
+        return np.column_stack([np.concatenate(self.documents), np.concatenate(self.topics)])
+
+    def record(self, summaries: list, run: ParallelRun, cut=None) -> int:
+        """Append a round's accepted links (cut to ``cut = (links left, rng)``); return how many."""
+        docs = np.concatenate([s.documents for s in summaries]).astype(np.int64)
+        topics = np.concatenate([s.topics for s in summaries]).astype(np.int64)
+        gains = np.concatenate([s.gains for s in summaries]).astype(np.float64)
+        prefix = np.concatenate([s.prefix_gains for s in summaries]).astype(np.float64)
+        run.document_evaluations += sum(s.evaluations for s in summaries)
+        if cut is not None:
+            left, rng = cut
+            if len(docs) > left:
+                order = _budget_cut(docs, prefix, left, rng)
+                docs, topics, gains, prefix = docs[order], topics[order], gains[order], prefix[order]
+            order = np.lexsort((docs, -prefix))  # within a round: by prefix gain, then document
+            docs, topics, gains = docs[order], topics[order], gains[order]
+        self.documents.append(docs)
+        self.topics.append(topics)
+        self.gains.append(gains)
+        run.links_per_round.append(int(len(docs)))
+        return int(len(docs))
+
+
+def _budget_cut(docs: np.ndarray, prefix: np.ndarray, left: int, rng) -> np.ndarray:
+    """Positions of the ``left`` links kept when a round's prefixes exceed the budget, in order.
+
+    Keeps the ``left`` highest prefix gains. A document's prefix gains fall along its sequence,
+    and ties are broken by one seeded random key per document (then by position), so the kept set
+    is prefix-closed per document and exactly ``left`` long. This is the last round: shard states
+    may hold the dropped links, unused from here.
+    """
+    document_key = rng.random(int(docs.max()) + 1)[docs]
+    position = np.arange(len(docs))
+    order = np.lexsort((position, document_key, -prefix))[:left]
+    order.sort()
+    return order
+
+
+class _Rounds:
+    """Runs rounds on an executor, rebuilding every shard from the ledger when one is lost."""
+
+    def __init__(self, executor, candidates: Candidates, shards: list, ledger: Ledger, run: ParallelRun,
+                 *, top_size: int, max_recoveries: int):
+        self.executor, self.candidates, self.shards = executor, candidates, shards
+        self.ledger, self.run, self.top_size, self.max_recoveries = ledger, run, top_size, max_recoveries
+
+    def __call__(self, function, *args) -> list:
+        for attempt in range(self.max_recoveries + 1):
+            try:
+                return self.executor.run(function, *args)
+            except Exception as error:  # a lost worker or shard: rebuild from the ledger
+                round_number = self.run.adaptive_rounds + 1
+                if not _is_recoverable(error) or attempt == self.max_recoveries:
+                    raise RuntimeError(
+                        f"parallel E-LDA failed in round {round_number}: {type(error).__name__}: "
+                        f"{error} (after {attempt} recoveries); no partial result is returned"
+                    ) from error
+                logger.warning("round %d: %s; rebuilding shard states from the ledger", round_number, error)
+                self.run.recovered_shards += len(self.shards)
+                self.executor.start(self.candidates, self.shards)
+                self.executor.run(rebuild_shard, per_shard_args=self.ledger.per_shard(self.top_size))
+
+
+def _threshold_rounds(rounds: _Rounds, n_documents: int, budget: int, *, epsilon: float, rng, report) -> None:
+    """FastInitialize (2 rounds), then one round per threshold until the budget is met."""
+    run, ledger = rounds.run, rounds.ledger
+    summaries = rounds(initialize_shard, rounds.top_size)
+    run.adaptive_rounds += 2
+    ledger.record(summaries, run)
+    made = n_documents
+    max_gain = max(s.max_gain for s in summaries)
+    threshold = (1 - epsilon) * max_gain
+    while made < budget:
+        report(made)
+        if max_gain == -math.inf:
+            raise InputError("every candidate topic is linked to every document: lower kappa")
+        summaries = rounds(threshold_shard, threshold, rounds.top_size)
+        run.adaptive_rounds += 1
+        run.thresholds.append(float(threshold))
+        made += ledger.record(summaries, run, (budget - made, rng))
+        max_gain = max(s.max_gain for s in summaries)
+        if max_gain < threshold:  # no element reaches t any more: the next threshold level
+            threshold = (1 - epsilon) * max_gain
+        logger.info("parallel E-LDA round %d: %d of %d links, threshold %.4g", run.adaptive_rounds, made, budget, threshold)
+
+
 def parallel_elda(
-    corpus: Corpus,
-    candidates: Candidates,
-    kappa: float = 2.0,
-    *,
-    epsilon: float = DEFAULT_EPSILON,
-    seed: int = 0,
-    executor=None,
-    n_shards: int | None = None,
-    max_sequence: int = DEFAULT_MAX_SEQUENCE,
-    max_recoveries: int = 2,
-    on_progress=None,
+    corpus: Corpus, candidates: Candidates, kappa: float = 2.0, *, epsilon: float = DEFAULT_EPSILON,
+    seed: int = 0, executor: ShardExecutor | None = None, n_shards: int | None = None,
+    max_sequence: int = DEFAULT_MAX_SEQUENCE, max_recoveries: int = 2, on_progress=None,
 ) -> Solution:
     """Low-adaptivity E-LDA under the global budget k = floor(kappa D).
 
     Parameters
     ----------
     corpus, candidates, kappa
-        As for :func:`topicbench.core.elda.fast_greedy`.
+        As for :func:`topicbench.core.greedy.fast_greedy`.
     epsilon : float
         Accuracy parameter in (0, 1): thresholds descend by 1 - epsilon; the guarantee is
         1 - 1/e - O(epsilon) and the number of rounds grows like log(gain range) / epsilon.
     seed : int
         Seeds the tie-breaking when a round's prefixes are cut to the budget.
-    executor : LocalShards or DaskShards, optional
-        Where shard work runs (default: this process). Its ``start``/``close`` are called here.
+    executor : ShardExecutor, optional
+        Where shard work runs (default: :class:`LocalShards`, this process). Its ``start``/``close``
+        are called here: wrap an executor in :class:`Borrowed` to keep it open for another run.
     n_shards : int, optional
         Number of document shards (default: the executor's worker count, at least 1).
+    max_sequence : int
+        Longest per-document sequence in one round (and size of each document's top-gain cache).
+    max_recoveries : int
+        Rebuilds of lost shard states allowed per round before the run fails.
     on_progress : callable, optional
         ``on_progress(links_made, budget, log_posterior)`` after every round.
     """
-    check_epsilon(epsilon)
-    if max_sequence < 1:
-        raise InputError(f"max_sequence must be >= 1, got {max_sequence!r}")
-    if candidates.n_words != corpus.n_words:
-        raise InputError(
-            f"the candidates cover {candidates.n_words} words but the corpus vocabulary has {corpus.n_words}"
-        )
-    n_docs = corpus.n_documents
-    budget = check_budget(kappa, n_docs, candidates.n_topics)
-    rng = np.random.default_rng(seed)
+    budget = _check_inputs(corpus, candidates, kappa, epsilon, max_sequence)
     executor = executor or LocalShards()
     started = time.perf_counter()
-    docs = DocumentArrays.from_corpus(corpus)
-    shards = split_shards(docs, n_shards or getattr(executor, "n_workers", 1))
-    shard_of_doc = np.empty(n_docs, dtype=np.int64)
-    local_of_doc = np.empty(n_docs, dtype=np.int64)
-    for i, shard in enumerate(shards):
-        shard_of_doc[shard.documents] = i
-        local_of_doc[shard.documents] = np.arange(len(shard.documents))
-    run = ParallelRun()
-    ledger_docs, ledger_topics, ledger_gains = [], [], []
+    shards = split_shards(DocumentArrays.from_corpus(corpus), n_shards or getattr(executor, "n_workers", 1))
+    ledger, run = Ledger(shards, corpus.n_documents), ParallelRun()
+    rounds = _Rounds(executor, candidates, shards, ledger, run, top_size=max_sequence, max_recoveries=max_recoveries)
     null_f = NULL_TOPIC_LOG_SCORE * corpus.n_tokens
 
-    def ledger_for_shards():
-        all_docs = np.concatenate(ledger_docs) if ledger_docs else np.zeros(0, dtype=np.int64)
-        all_topics = np.concatenate(ledger_topics) if ledger_topics else np.zeros(0, dtype=np.int64)
-        return [
-            (local_of_doc[all_docs[shard_of_doc[all_docs] == i]], all_topics[shard_of_doc[all_docs] == i], max_sequence)
-            for i in range(len(shards))
-        ]
-
-    def run_round(function, *args):
-        for attempt in range(max_recoveries + 1):
-            try:
-                return executor.run(function, *args)
-            except Exception as error:  # a lost worker or shard: rebuild from the ledger
-                if not _is_recoverable(error) or attempt == max_recoveries:
-                    raise RuntimeError(
-                        f"parallel E-LDA failed in round {run.adaptive_rounds + 1}: {type(error).__name__}: "
-                        f"{error} (after {attempt} recoveries); no partial result is returned"
-                    ) from error
-                logger.warning("round %d: %s; rebuilding shard states from the ledger", run.adaptive_rounds + 1, error)
-                run.recovered_shards += len(shards)
-                executor.start(candidates, shards)
-                executor.run(rebuild_shard, per_shard_args=ledger_for_shards())
+    def report(made):
+        if on_progress is not None:
+            on_progress(made, budget, null_f + ledger.total_gain())
 
     executor.start(candidates, shards)
     try:
-        summaries = run_round(initialize_shard, max_sequence)
-        run.adaptive_rounds += 2
-        _record(summaries, ledger_docs, ledger_topics, ledger_gains, run, None)
-        made = n_docs
-        max_gain = max(s.max_gain for s in summaries)
-        threshold = (1 - epsilon) * max_gain
-        while made < budget:
-            if on_progress is not None:
-                on_progress(made, budget, null_f + float(sum(g.sum() for g in ledger_gains)))
-            if max_gain == -math.inf:
-                raise InputError("every candidate topic is linked to every document: lower kappa")
-            summaries = run_round(threshold_shard, threshold, max_sequence)
-            run.adaptive_rounds += 1
-            run.thresholds.append(float(threshold))
-            made += _record(summaries, ledger_docs, ledger_topics, ledger_gains, run, (budget - made, rng))
-            max_gain = max(s.max_gain for s in summaries)
-            if max_gain < threshold:  # no element reaches t any more: the next threshold level
-                threshold = (1 - epsilon) * max_gain
-            logger.info("parallel E-LDA round %d: %d of %d links, threshold %.4g", run.adaptive_rounds, made, budget, threshold)
+        _threshold_rounds(
+            rounds, corpus.n_documents, budget, epsilon=epsilon, rng=np.random.default_rng(seed), report=report,
+        )
     finally:
         executor.close()
-
-    links = np.column_stack([np.concatenate(ledger_docs), np.concatenate(ledger_topics)])
-    gains = np.concatenate(ledger_gains)
-    solution = solution_from_links(
-        corpus, candidates, links, gains, kappa=kappa,
-        stats={
-            "algorithm": "parallel",
-            "epsilon": float(epsilon),
-            "seed": int(seed),
-            "max_sequence": int(max_sequence),
-            "shards": len(shards),
-            "workers": int(getattr(executor, "n_workers", 1)),
-            "adaptive_rounds": run.adaptive_rounds,
-            "document_evaluations": run.document_evaluations,
-            "gain_evaluations": run.document_evaluations * candidates.n_topics,
-            "recovered_shards": run.recovered_shards,
-            "optimise_seconds": time.perf_counter() - started,
-        },
-    )
-    solution.stats["thresholds"] = run.thresholds
-    solution.stats["links_per_round"] = run.links_per_round
+    stats = {
+        "algorithm": "parallel", "epsilon": float(epsilon), "seed": int(seed), "max_sequence": int(max_sequence),
+        "shards": len(shards), "workers": int(getattr(executor, "n_workers", 1)),
+    }
+    solution = _pack_solution(corpus, candidates, kappa, ledger, run, stats, started)
     if on_progress is not None:
-        on_progress(len(links), budget, solution.log_posterior)
+        on_progress(solution.n_links, budget, solution.log_posterior)
     return solution
 
 
-def _record(summaries, ledger_docs, ledger_topics, ledger_gains, run: ParallelRun, cut) -> int:
-    """Append a round's accepted links to the ledger (cut to the budget left); return how many."""
-    docs = np.concatenate([s.documents for s in summaries]).astype(np.int64)
-    topics = np.concatenate([s.topics for s in summaries]).astype(np.int64)
-    gains = np.concatenate([s.gains for s in summaries]).astype(np.float64)
-    prefix = np.concatenate([s.prefix_gains for s in summaries]).astype(np.float64)
-    run.document_evaluations += sum(s.evaluations for s in summaries)
-    if cut is not None:
-        left, rng = cut
-        if len(docs) > left:
-            # Keep the `left` highest prefix gains. A document's prefix gains fall along its
-            # sequence, and ties are broken by one seeded random key per document (then by
-            # position), so the kept set is prefix-closed per document and exactly `left` long.
-            # This is the last round: shard states may hold the dropped links, unused from here.
-            document_key = rng.random(int(docs.max()) + 1)[docs]
-            position = np.arange(len(docs))
-            order = np.lexsort((position, document_key, -prefix))[:left]
-            order.sort()
-            docs, topics, gains, prefix = docs[order], topics[order], gains[order], prefix[order]
-        order = np.lexsort((docs, -prefix))  # within a round: by prefix gain, then document
-        docs, topics, gains = docs[order], topics[order], gains[order]
-    ledger_docs.append(docs)
-    ledger_topics.append(topics)
-    ledger_gains.append(gains)
-    run.links_per_round.append(int(len(docs)))
-    return int(len(docs))
+def _check_inputs(corpus, candidates, kappa, epsilon, max_sequence) -> int:
+    """Check every input of :func:`parallel_elda` before a shard is placed; return the budget k."""
+    check_epsilon(epsilon)
+    if max_sequence < 1:
+        raise InputError(f"max_sequence must be >= 1, got {max_sequence!r}")
+    check_candidates_match_corpus(candidates, corpus)
+    return check_budget(kappa, corpus.n_documents, candidates.n_topics)
+
+
+def _pack_solution(corpus, candidates, kappa, ledger: Ledger, run: ParallelRun, stats: dict, started: float) -> Solution:
+    """The ledger's links as a :class:`Solution`, with the run's counts in its stats."""
+    stats = {
+        **stats,
+        "adaptive_rounds": run.adaptive_rounds, "document_evaluations": run.document_evaluations,
+        "gain_evaluations": run.document_evaluations * candidates.n_topics,
+        "recovered_shards": run.recovered_shards, "optimise_seconds": time.perf_counter() - started,
+    }
+    solution = solution_from_links(
+        corpus, candidates, ledger.links(), np.concatenate(ledger.gains), kappa=kappa, stats=stats
+    )
+    solution.stats["thresholds"] = run.thresholds
+    solution.stats["links_per_round"] = run.links_per_round
+    return solution
 
 
 def _is_recoverable(error: Exception) -> bool:

@@ -144,13 +144,7 @@ def build_corpus(
             raise InputError(f"{what} has {len(values)} entries for {len(documents)} documents")
 
     given_vocabulary = vocabulary is not None
-    if not given_vocabulary:
-        vocabulary = _vocabulary_by_frequency(documents, config)
-    else:
-        vocabulary = tuple(vocabulary)
-        if len(set(vocabulary)) != len(vocabulary):
-            dupes = [w for w, c in Counter(vocabulary).items() if c > 1]
-            raise InputError(f"the vocabulary lists {len(dupes)} words twice, e.g. {dupes[:5]}")
+    vocabulary = _checked_vocabulary(vocabulary) if given_vocabulary else _vocabulary_by_frequency(documents, config)
     index = {word: i for i, word in enumerate(vocabulary)}
     documents = _map_to_ids(documents, index, config, given_vocabulary=given_vocabulary)
 
@@ -186,6 +180,33 @@ def build_corpus(
         preprocessing=config.to_dict(),
         dropped_documents=dropped,
     )
+
+
+def corpus_from_token_lists(
+    documents,
+    vocabulary=None,
+    *,
+    name: str = "corpus",
+    **metadata,
+) -> Corpus:
+    """Build a :class:`Corpus` from documents given as lists of word strings or word ids.
+
+    Without ``vocabulary`` the words are ordered by corpus frequency, most frequent first
+    (ties: alphabetical). Used by tests and synthetic corpora; readers go through
+    :func:`build_corpus`.
+    """
+    return build_corpus(
+        [list(doc) for doc in documents], vocabulary=vocabulary, name=name, **metadata
+    )
+
+
+def _checked_vocabulary(vocabulary) -> tuple:
+    """A given vocabulary as a tuple, refused when it lists a word twice."""
+    vocabulary = tuple(vocabulary)
+    if len(set(vocabulary)) != len(vocabulary):
+        dupes = [w for w, c in Counter(vocabulary).items() if c > 1]
+        raise InputError(f"the vocabulary lists {len(dupes)} words twice, e.g. {dupes[:5]}")
+    return vocabulary
 
 
 def _vocabulary_by_frequency(documents, config: PreprocessConfig) -> tuple:

@@ -101,3 +101,27 @@ def check_vocabulary_matches(topic_vocabulary, corpus_vocabulary, *, name: str =
         f"the vocabulary of {name} ({len(topic_vocabulary)} words) does not match the corpus "
         f"vocabulary ({len(corpus_vocabulary)} words): {detail}"
     )
+
+
+def check_candidates_match_corpus(
+    candidates, corpus, *, name: str = "the candidates", fix: str = "build candidates over the corpus vocabulary",
+) -> None:
+    """Check that candidate topics score the corpus's words and that the corpus has tokens.
+
+    Parameters
+    ----------
+    candidates : Candidates
+        Anything with ``n_words`` (the width of the topic matrix).
+    corpus : Corpus
+        Anything with ``n_words``, ``n_documents``, ``n_tokens`` and ``name``.
+    name : str
+        What the candidates are, as the message names them (e.g. "the frozen topics").
+    fix : str
+        How to fix a vocabulary mismatch, appended to the message.
+    """
+    if candidates.n_words != corpus.n_words:
+        raise InputError(
+            f"{name} cover {candidates.n_words} words but the corpus vocabulary has {corpus.n_words}: {fix}"
+        )
+    if corpus.n_documents == 0 or corpus.n_tokens == 0:
+        raise InputError(f"corpus {corpus.name!r} has no tokens")

@@ -9,13 +9,15 @@ import time
 from dataclasses import dataclass
 
 from prefect import flow, get_run_logger
+from prefect.exceptions import TerminationSignal
 from prefect.states import Failed
 
 from topicbench.baselines.registry import MODELS
 from topicbench.core.corpus import Corpus
+from topicbench.core.threads import thread_limit
 from topicbench.tasks.corpus import load_corpus
 from topicbench.tasks.embeddings import embed_documents
-from topicbench.tasks.fit import fit_model, thread_limit
+from topicbench.tasks.fit import fit_model
 from topicbench.tasks.metrics import metric_context, score_model_output
 from topicbench.tasks.records import settings_key
 from topicbench.tasks.tracking import Tracker, check_tracking_uri, log_failed_run, log_model_run, run_record
@@ -91,6 +93,39 @@ def _fit_score_and_track(config: BenchmarkConfig, tracker: Tracker, parent: str)
         for spec in config.corpora for model in config.models for seed in config.seeds
     ]
     claims = tracker.claim_jobs(parent, jobs)
+    finished, elsewhere, todo = _sort_claims(jobs, claims, log)
+    futures = _submit_fits(todo, splits)
+    contexts = {}
+    failed, logged = [], []
+    started = time.perf_counter()
+    for done, (future, job) in enumerate(finished_one_by_one(futures), start=1):
+        run_id = claims[job].run_id
+        try:
+            result, scores, skipped = _scored(future, job, config, splits, contexts)
+        except Exception as error:  # a failed fit or scoring: record it, go on with the others
+            raise_interrupt_behind(error)
+            log_failed_run(tracker, run_id, job, error)
+            tracker.open_runs.discard(run_id)
+            failed.append(f"{job.label}: {type(error).__name__}: {error}")
+            log.warning("[%d/%d] %s FAILED: %s", done, len(todo), job.label, error)
+            continue
+        log_model_run(tracker, run_id, job, result, scores, skipped)
+        tracker.open_runs.discard(run_id)
+        logged.append(job.label)
+        log.info("[%d/%d] %s: fitted in %.1f s (%.0f s elapsed)", done, len(todo), job.label,
+                 result.output.fit_seconds, time.perf_counter() - started)
+    summary = {
+        "experiment": config.experiment, "runs": len(jobs), "skipped_finished": len(finished),
+        "claimed_elsewhere": elsewhere, "logged": logged, "failed": failed, "parent_run_id": parent,
+    }
+    tracker.close_parent(parent, summary, failed)
+    if failed:
+        return Failed(message=f"{len(failed)} of {len(todo)} runs failed: " + "; ".join(failed), data=summary)
+    return summary
+
+
+def _sort_claims(jobs: list, claims: dict, log):
+    """(finished elsewhere or before, lines naming the runs other processes hold, jobs to run)."""
     finished = [job for job in jobs if claims[job].finished_by]
     elsewhere = [f"{job.label}: claimed by {claims[job].held_by}" for job in jobs if claims[job].held_by]
     for line in elsewhere:
@@ -100,49 +135,49 @@ def _fit_score_and_track(config: BenchmarkConfig, tracker: Tracker, parent: str)
     todo = sorted((job for job in jobs if claims[job].run_id), key=lambda job: -job.corpus_data.n_tokens)
     log.info("%d runs: %d already finished (skipped), %d fitted by other processes, %d to run",
              len(jobs), len(finished), len(elsewhere), len(todo))
+    return finished, elsewhere, todo
+
+
+def _submit_fits(todo: list, splits: dict) -> dict:
+    """One fit task per job (after its corpus's document embeddings, where the model reads them)."""
     embeddings = _embed_documents_once(todo)
-    futures = {
+    return {
         fit_model.submit(
             job.corpus_data, job.model.model, job.model.num_topics, job.model.settings, job.seed,
             splits[job.corpus.name][1], wait_for=embeddings.get(job.embedding_key, []),
         ): job
         for job in todo
     }
-    contexts = {}
-    failed, logged = [], []
-    started = time.perf_counter()
-    for done, (future, job) in enumerate(finished_one_by_one(futures), start=1):
-        result = future.result(raise_on_failure=False)
-        run_id = claims[job].run_id
-        try:
-            if isinstance(result, BaseException):
-                raise result
-            output, heldout_theta = result
-            if job.corpus.name not in contexts:
-                contexts[job.corpus.name] = metric_context(
-                    job.corpus_data, config.metrics, config.top_n, splits[job.corpus.name][1]
-                )
-            with _scoring_threads(config):
-                scores, skipped = score_model_output(output, contexts[job.corpus.name], job.metrics, job.seed, heldout_theta)
-        except Exception as error:  # a failed fit or scoring: record it, go on with the others
-            log_failed_run(tracker, run_id, job, error)
-            tracker.open_runs.discard(run_id)
-            failed.append(f"{job.label}: {type(error).__name__}: {error}")
-            log.warning("[%d/%d] %s FAILED: %s", done, len(todo), job.label, error)
-            continue
-        log_model_run(tracker, run_id, job, output, scores, skipped)
-        tracker.open_runs.discard(run_id)
-        logged.append(job.label)
-        log.info("[%d/%d] %s: fitted in %.1f s (%.0f s elapsed)", done, len(todo), job.label,
-                 output.fit_seconds, time.perf_counter() - started)
-    summary = {
-        "experiment": config.experiment, "runs": len(jobs), "skipped_finished": len(finished),
-        "claimed_elsewhere": elsewhere, "logged": logged, "failed": failed, "parent_run_id": parent,
-    }
-    tracker.close_parent(parent, summary, failed)
-    if failed:
-        return Failed(message=f"{len(failed)} of {len(todo)} runs failed: " + "; ".join(failed), data=summary)
-    return summary
+
+
+def _scored(future, job: Job, config: BenchmarkConfig, splits: dict, contexts: dict):
+    """(fit result, scores, skipped metrics) of a finished fit; raises the fit's or scoring's error.
+    ``contexts`` caches one metric context per corpus (counts made once, reused by every run)."""
+    result = future.result(raise_on_failure=False)
+    if isinstance(result, BaseException):
+        raise result
+    if job.corpus.name not in contexts:
+        contexts[job.corpus.name] = metric_context(job.corpus_data, config.metrics, config.top_n, splits[job.corpus.name][1])
+    with _scoring_threads(config):
+        scores, skipped = score_model_output(result.output, contexts[job.corpus.name], job.metrics, job.seed, result.heldout_theta)
+    return result, scores, skipped
+
+
+def raise_interrupt_behind(error: BaseException) -> None:
+    """Raise the interrupt that ``error`` was raised while handling, if any.
+
+    Scoring runs Prefect tasks in this (the main) thread, so Ctrl-C can land inside Prefect's task
+    engine before the task run exists; the engine's crash handler then fails with
+    ``ValueError("Task run is not set")``, and the interrupt survives only as that error's context.
+    Without this the interrupt would be recorded as one failed fit and the benchmark would go on.
+    """
+    seen = set()
+    cause = error
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, (KeyboardInterrupt, SystemExit, TerminationSignal)):
+            raise cause
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
 
 
 def finished_one_by_one(futures: dict, poll_seconds: float = 0.5):

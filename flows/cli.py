@@ -6,19 +6,20 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import sys
 import time
 from pathlib import Path
 
-from topicbench.core.config import DEFAULT_TOP_WORDS, GENERATORS
+from topicbench.core.config import DEFAULT_EPSILON, DEFAULT_GENERATOR, DEFAULT_TOP_WORDS, GENERATORS
 from topicbench.core.validation import InputError
 from topicbench.flows.checks import (
     DEFAULT_CONNECT_TIMEOUT, check_output_file, check_output_folder, check_port_free,
     check_scheduler_reachable, integer_at_least, number_in, port_number,
 )
-from topicbench.flows.config import DEFAULT_TRACKING_URI
+from topicbench.flows.config import DEFAULT_TRACKING_DATABASE, DEFAULT_TRACKING_URI
 
 logger = logging.getLogger("topicbench")
 
@@ -29,7 +30,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="show debug logging")
     commands = parser.add_subparsers(dest="command", required=True)
+    for add_command in (_add_elda_command, _add_run_command, _add_report_command, _add_paper_command, _add_ui_command):
+        add_command(commands)
+    return parser
 
+
+def _add_elda_command(commands) -> None:
+    """topicbench elda: E-LDA on one corpus, printed or written as JSON/Parquet."""
     elda = commands.add_parser(
         "elda",
         help="run exact E-LDA (keyword topics, 1 - 1/e greedy) on a corpus",
@@ -40,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="an OCTIS folder (corpus.tsv [+ vocabulary.txt]), a text file with one document a "
         "line, or 'lee' (gensim's bundled Lee news corpus; the default)",
     )
-    elda.add_argument("--generator", choices=GENERATORS, default="raw_umass", help="keyword topic generator (spec §2)")
+    elda.add_argument("--generator", choices=GENERATORS, default=DEFAULT_GENERATOR, help="keyword topic generator (spec §2)")
     elda.add_argument("--kappa", type=number_in(1), default=2.0, help="mean number of topics per document (>= 1)")
     elda.add_argument(
         "--preprocessed", action="store_true",
@@ -51,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     elda.add_argument("--drop-unknown", action="store_true", help="drop tokens missing from vocabulary.txt instead of failing")
     elda.add_argument("--algorithm", choices=("greedy", "parallel"), default="greedy",
                       help="exact FastGreedy, or the low-adaptivity parallel algorithm on Dask")
-    elda.add_argument("--epsilon", type=number_in(0, 1, low_open=True), default=0.1, help="accuracy parameter of the parallel algorithm")
+    elda.add_argument("--epsilon", type=number_in(0, 1, low_open=True), default=DEFAULT_EPSILON, help="accuracy parameter of the parallel algorithm")
     elda.add_argument("--seed", type=integer_at_least(0), default=0, help="seed of the parallel algorithm")
     elda.add_argument("--workers", type=integer_at_least(1), help="workers of the local Dask cluster (default: cores)")
     elda.add_argument("--scheduler", metavar="ADDRESS", help="run on an existing Dask scheduler instead")
@@ -62,6 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
     elda.add_argument("--parquet", metavar="DIR", help="write links, token topics and topics as Parquet to DIR")
     elda.set_defaults(handler=run_elda)
 
+
+def _add_run_command(commands) -> None:
+    """topicbench run: a benchmark from a config, tracked, with its report."""
     run = commands.add_parser(
         "run", help="run a benchmark (corpora x models x seeds) and write its report",
         description="Run a benchmark from a YAML config (no config: the built-in Lee corpus with "
@@ -78,12 +88,18 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", help="report folder (default: results/<experiment>)")
     run.set_defaults(handler=run_benchmark_command)
 
+
+def _add_report_command(commands) -> None:
+    """topicbench report: the report of a tracked experiment."""
     report = commands.add_parser("report", help="build the report of an experiment from its tracked runs")
     report.add_argument("--experiment", required=True)
     report.add_argument("--tracking-uri", help=f"MLflow tracking URI (default: {DEFAULT_TRACKING_URI})")
     report.add_argument("--out", help="report folder (default: results/<experiment>)")
     report.set_defaults(handler=run_report_command)
 
+
+def _add_paper_command(commands) -> None:
+    """topicbench paper: the paper's Experiment Sets 1 and 2."""
     paper = commands.add_parser(
         "paper", help="reproduce the paper's Experiment Sets 1 and 2 on ../shared/data",
         description="Run the paper's experiments (spec §4) and write their reports to results/paper/.",
@@ -100,12 +116,13 @@ def build_parser() -> argparse.ArgumentParser:
     paper.add_argument("--out", default="results/paper")
     paper.set_defaults(handler=run_paper_command)
 
+
+def _add_ui_command(commands) -> None:
+    """topicbench ui: the MLflow UI."""
     ui = commands.add_parser("ui", help="open the MLflow UI on 127.0.0.1")
     ui.add_argument("--tracking-uri", help=f"MLflow tracking URI (default: {DEFAULT_TRACKING_URI})")
     ui.add_argument("--port", type=port_number, default=5000)
     ui.set_defaults(handler=run_ui_command)
-    return parser
-
 
 def _connect_timeout_argument(parser) -> None:
     parser.add_argument(
@@ -118,7 +135,7 @@ def _tracking_uri(value: str | None) -> str:
     """The given URI, or the default sqlite database under ./results/ as an absolute path."""
     if value:
         return value
-    return "sqlite:///" + str(Path.cwd() / "results" / "mlflow.db")
+    return "sqlite:///" + str(Path.cwd() / DEFAULT_TRACKING_DATABASE)
 
 
 def run_benchmark_command(args) -> int:
@@ -181,7 +198,7 @@ def _write_report(experiment: str, tracking_uri: str, out: str) -> None:
 
 
 def run_paper_command(args) -> int:
-    from topicbench.flows.paper import PAPER_CORPORA, PAPER_NOTES, SET2_BASELINES, SHARED_DATA, paper_config, run_paper
+    from topicbench.flows.paper import PAPER_CORPORA, SET2_BASELINES, SHARED_DATA, paper_config, run_paper
     from topicbench.tasks.tracking import check_tracking_uri
 
     _hide_library_tracebacks(args.verbose)
@@ -199,7 +216,7 @@ def run_paper_command(args) -> int:
     check_tracking_uri(tracking_uri)
 
     started = time.perf_counter()
-    state = run_paper(**settings, tracking_uri=tracking_uri, out=args.out, notes=PAPER_NOTES, scheduler=args.scheduler)
+    state = run_paper(**settings, tracking_uri=tracking_uri, out=args.out, scheduler=args.scheduler)
     print(f"paper reproduction finished in {(time.perf_counter() - started) / 60:.1f} min; report in {args.out}/")
     if state.is_failed():
         print(f"topicbench: error: {state.message}", file=sys.stderr)
@@ -294,6 +311,7 @@ def _stop_process_group(process, grace_seconds: float = 10.0) -> None:
 
 
 def run_elda(args) -> int:
+    from topicbench.core.dask_shards import dask_executor
     from topicbench.core.elda import ELDA
     from topicbench.core.io import load_corpus
     from topicbench.core.preprocess import PreprocessConfig
@@ -324,11 +342,13 @@ def run_elda(args) -> int:
     def progress(made, budget, log_posterior):
         logger.info("links %d/%d  F = %.6f", made, budget, log_posterior)
 
-    model = ELDA(
-        args.kappa, generator=args.generator, top_words=args.top_words, algorithm=args.algorithm,
-        epsilon=args.epsilon, seed=args.seed, workers=args.workers, scheduler=args.scheduler,
-    )
-    model.fit(corpus, on_progress=progress)
+    executor = dask_executor(args.scheduler, workers=args.workers) if args.algorithm == "parallel" else None
+    with executor or contextlib.nullcontext():  # a local cluster stops when the fit is done
+        model = ELDA(
+            args.kappa, generator=args.generator, top_words=args.top_words, executor=executor,
+            epsilon=args.epsilon, seed=args.seed,
+        )
+        model.fit(corpus, on_progress=progress)
     solution = model.solution_
     solution.stats["load_seconds"] = load_seconds
     print(format_summary(solution, args.top, args.top_words))

@@ -13,8 +13,10 @@ from topicbench.core.config import COHERENCE_TOP_N
 from topicbench.core.preprocess import PreprocessConfig
 from topicbench.core.validation import InputError
 
-#: Default MLflow store: a sqlite database under results/ (git-ignored).
-DEFAULT_TRACKING_URI = "sqlite:///results/mlflow.db"
+#: Default MLflow store: a sqlite database under results/ (git-ignored), relative to the working
+#: folder; the CLI makes it absolute (``DEFAULT_TRACKING_DATABASE`` under the current folder).
+DEFAULT_TRACKING_DATABASE = Path("results") / "mlflow.db"
+DEFAULT_TRACKING_URI = f"sqlite:///{DEFAULT_TRACKING_DATABASE.as_posix()}"
 DEFAULT_METRICS = (
     "umass", "npmi", "uci", "cv", "embedding_pairwise", "embedding_centroid",
     "topic_diversity", "inverted_rbo", "log_likelihood_own", "log_likelihood_randk",
@@ -67,9 +69,14 @@ class ModelSpec:
     def name(self) -> str:
         return self.label or self.model
 
+    def build(self, models, seed: int = 0):
+        """The model this spec names, unfitted: ``models.get(model)(num_topics, random_state=seed,
+        **settings)``, which checks K and every setting (cheap: models load nothing until they fit)."""
+        return models.get(self.model)(self.num_topics, random_state=seed, **self.settings)
+
     def check(self, models, where: str) -> None:
         """The model's name, label and metrics' types, then its settings and K through the model's
-        own checks (constructing it is cheap: models load nothing until they fit)."""
+        own checks, by building it (:meth:`build`)."""
         _require_text(self.model, f"{where}: model")
         if self.label is not None:
             _require_text(self.label, f"{where}: label")
@@ -85,7 +92,7 @@ class ModelSpec:
                 f"its settings: {', '.join(sorted(model_class.defaults))}"
             )
         try:
-            model_class(**self.settings).check_num_topics(self.num_topics)
+            self.build(models)
         except InputError as error:
             raise InputError(f"{where} ({self.name}): {error}") from None
 
@@ -110,6 +117,9 @@ class BenchmarkConfig:
         Dask worker processes fitting models concurrently (1: in the flow's process).
     scheduler : str or None
         Address of an existing Dask scheduler instead of a local cluster.
+    report_sections : tuple of str or None
+        Sections of the report, in order, from the report's section registry
+        (``topicbench.tasks.report_sections.REPORT_SECTIONS``); None: the default sections.
     """
 
     experiment: str = "topicbench"
@@ -121,6 +131,7 @@ class BenchmarkConfig:
     tracking_uri: str = DEFAULT_TRACKING_URI
     workers: int = 1
     scheduler: str | None = None
+    report_sections: tuple | None = None
 
     @classmethod
     def from_yaml(cls, path) -> "BenchmarkConfig":
@@ -142,8 +153,8 @@ class BenchmarkConfig:
     def from_dict(cls, data: dict, *, where: str = "config") -> "BenchmarkConfig":
         _no_unknown(data, {f.name for f in fields(cls)}, where)
         values = dict(data)
-        for key in ("corpora", "models", "seeds", "metrics", "top_n"):
-            if key in values and not isinstance(values[key], (list, tuple)):
+        for key in ("corpora", "models", "seeds", "metrics", "top_n", "report_sections"):
+            if key in values and values[key] is not None and not isinstance(values[key], (list, tuple)):
                 raise InputError(f"{where}: {key} must be a list, got {values[key]!r}")
         if "corpora" in values and not values["corpora"]:
             # an empty list is a mistake, not a request for the built-in corpus (leave the key out)
@@ -154,8 +165,8 @@ class BenchmarkConfig:
         values["models"] = tuple(
             _spec(ModelSpec, item, f"{where}: models[{i}]") for i, item in enumerate(data.get("models", ()))
         )
-        for key in ("seeds", "metrics", "top_n"):
-            if key in values:
+        for key in ("seeds", "metrics", "top_n", "report_sections"):
+            if values.get(key) is not None:
                 values[key] = tuple(values[key])
         config = cls(**values)
         config.validate(where)
@@ -202,6 +213,8 @@ class BenchmarkConfig:
             outside = sorted(set(spec.metrics or ()) - set(self.metrics))
             if outside:
                 raise InputError(f"{where}: model {spec.name!r} lists metric {outside[0]!r}, which is not in the config's metrics")
+        if self.report_sections is not None:
+            _check_report_sections(self.report_sections, where)
         return self
 
     def to_dict(self) -> dict:
@@ -233,6 +246,16 @@ def default_config(tracking_uri: str = DEFAULT_TRACKING_URI) -> BenchmarkConfig:
         },
         where="default config",
     )
+
+
+def _check_report_sections(sections, where: str) -> None:
+    from topicbench.flows.report import REPORT_SECTIONS  # with the sections registered by flows
+
+    if not sections or not all(isinstance(name, str) for name in sections):
+        raise InputError(f"{where}: report_sections must be a non-empty list of section names, got {list(sections)}")
+    for name in sections:
+        if name not in REPORT_SECTIONS:
+            raise InputError(f"{where}: unknown report section {name!r}. Available: {', '.join(REPORT_SECTIONS.names())}")
 
 
 def _is_integer(value) -> bool:

@@ -1,4 +1,9 @@
-"""The report flow: tracked runs of one experiment -> results/<experiment>/report.{md,html}."""
+"""The report flow: tracked runs of one experiment -> results/<experiment>/report.{md,html}.
+
+collect (the run table and the benchmark's config) -> build the sections the config names (pure)
+-> write the plots, the Markdown and the HTML. Every report goes through here: ``topicbench run``,
+``topicbench report`` and ``topicbench paper``.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +11,46 @@ from pathlib import Path
 
 from prefect import flow
 
-from topicbench.tasks.report import collect_runs, render_report_task
+from topicbench.tasks.report import collect_config_task, collect_runs, write_report_task
+from topicbench.tasks.report_sections import DEFAULT_REPORT_SECTIONS, REPORT_SECTIONS, ReportData, build_report
 
+# The paper's sections (our figures beside the paper's) sit with the paper's figures in
+# flows/paper_report.py; registered lazily, so an ordinary report imports none of them.
+for _name, _builder in (("paper_notes", "notes_section"), ("paper_set1", "set1_section"), ("paper_set2", "set2_section")):
+    REPORT_SECTIONS.register(_name, lazy=f"topicbench.flows.paper_report:{_builder}")
+
+
+def report_sections(config: dict | None, sections=None) -> tuple:
+    """The sections to show: those asked for, else the config's, else the default ones."""
+    return tuple(sections or (config or {}).get("report_sections") or DEFAULT_REPORT_SECTIONS)
 
 
 @flow(name="report", validate_parameters=False)
-def report(experiment: str, tracking_uri: str, folder: str | None = None, command: str = "", notes: str = "") -> dict:
-    frame = collect_runs(tracking_uri, experiment)
+def report(experiment: str, tracking_uri: str, folder: str | None = None, command: str = "", notes: str = "",
+           sections=None) -> dict:
+    """Write the report of ``experiment`` into ``folder`` (default: results/<experiment>).
+
+    Parameters
+    ----------
+    experiment, tracking_uri : str
+        The MLflow experiment and its store.
+    folder : str, optional
+    command : str
+        The command the report names as the one that regenerates it.
+    notes : str
+        Free text for the "notes" section (paragraphs separated by blank lines).
+    sections : sequence of str, optional
+        Names from ``REPORT_SECTIONS``; default: the ``report_sections`` of the benchmark's
+        config in the store, else ``DEFAULT_REPORT_SECTIONS``.
+
+    Returns
+    -------
+    dict
+        ``markdown`` and ``html`` paths, ``finished`` and ``failed`` run counts.
+    """
+    runs = collect_runs(tracking_uri, experiment)
+    config = collect_config_task(tracking_uri, experiment)
     folder = folder or str(Path.cwd() / "results" / experiment)
     command = command or f"topicbench report --experiment {experiment} --tracking-uri {tracking_uri}"
-    return render_report_task(frame, folder, experiment, command, notes)
+    data = ReportData(runs=runs, experiment=experiment, command=command, config=config, notes=notes)
+    return write_report_task(build_report(data, report_sections(config, sections)), data, folder)

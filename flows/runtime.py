@@ -19,7 +19,8 @@ import functools
 import logging
 import os
 import sys
-import tempfile
+
+from topicbench.core.dask_cluster import local_cluster_options
 
 logger = logging.getLogger(__name__)
 
@@ -223,13 +224,7 @@ def task_runner(workers: int, scheduler: str | None):
     if workers > 1:
         from prefect_dask import DaskTaskRunner
 
-        return DaskTaskRunner(
-            cluster_kwargs={
-                "n_workers": workers, "threads_per_worker": 1, "processes": True,
-                "host": "127.0.0.1", "dashboard_address": None,
-                "local_directory": tempfile.gettempdir(),  # keep dask-scratch-space out of the repo
-            }
-        )
+        return DaskTaskRunner(cluster_kwargs=local_cluster_options(workers))
     return _interruptible_thread_runner()(max_workers=1)
 
 

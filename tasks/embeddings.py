@@ -6,8 +6,7 @@ from prefect import task
 from prefect.cache_policies import NONE
 
 from topicbench.core.corpus import Corpus
-
-from .fit import worker_threads
+from topicbench.core.threads import worker_threads
 
 
 @task(name="embed_documents", retries=0, cache_policy=NONE)

@@ -521,11 +521,13 @@ class Tracker:
             self.client.set_tag(run_id, "topicbench.changed_settings", json.dumps(changed, default=str)[:4900])
         self._log_corpus_input(run_id, job)
 
-    def log_model_run(self, run_id: str, job, output, scores: dict, skipped: dict) -> str:
-        """Fill the claimed run ``run_id`` with ``job``'s fit and scores, and end it FINISHED."""
-        resolved = {f"resolved.{k}": v for k, v in output.settings.items() if k.endswith("_")}
-        if resolved:
-            self.client.log_batch(run_id, params=_params(resolved))
+    def log_model_run(self, run_id: str, job, fit, scores: dict, skipped: dict) -> str:
+        """Fill the claimed run ``run_id`` with ``job``'s fit (a :class:`~topicbench.tasks.fit.FitResult`:
+        its resolved values as ``resolved.<name>`` params, its output's metrics and artifacts) and
+        scores, and end it FINISHED."""
+        output = fit.output
+        if fit.resolved:
+            self.client.log_batch(run_id, params=_params({f"resolved.{k}": v for k, v in fit.resolved.items()}))
         metrics = {"fit_seconds": output.fit_seconds, "num_topics_used": output.n_topics}
         if output.peak_memory_mb is not None:
             metrics["peak_memory_mb"] = output.peak_memory_mb
@@ -646,8 +648,8 @@ def _make_database_folder(uri: str) -> None:
 
 
 @task(name="log_model_run", retries=3, retry_delay_seconds=[1, 2, 4], cache_policy=NONE)
-def log_model_run(tracker: Tracker, run_id: str, job, output, scores: dict, skipped: dict) -> str:
-    return tracker.log_model_run(run_id, job, output, scores, skipped)
+def log_model_run(tracker: Tracker, run_id: str, job, fit, scores: dict, skipped: dict) -> str:
+    return tracker.log_model_run(run_id, job, fit, scores, skipped)
 
 
 @task(name="log_failed_run", retries=3, retry_delay_seconds=[1, 2, 4], cache_policy=NONE)
@@ -696,7 +698,9 @@ def run_record(corpus, model_spec, seed: int, config) -> dict:
     record.update({f"preprocessing.{k}": v for k, v in corpus.preprocessing.items()})
     from topicbench.baselines.registry import MODELS
 
-    settings = {**MODELS.get(model_spec.model).defaults, **model_spec.settings}
-    record.update({f"settings.{k}": v for k, v in settings.items()})
+    # what was asked, as the model holds it (get_params(): K, the seed and every setting)
+    params = MODELS.get(model_spec.model)(model_spec.num_topics, random_state=seed, **model_spec.settings).get_params()
+    record.update({"num_topics": params.pop("num_topics"), "seed": params.pop("random_state")})
+    record.update({f"settings.{k}": v for k, v in params.items()})
     record.update({f"version.{k}": v for k, v in package_versions().items()})
     return record

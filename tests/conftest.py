@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from topicbench.core.corpus import corpus_from_token_lists
+from topicbench.core.preprocess import corpus_from_token_lists
 
 # ------------------------------------------------------------------------------------------------
 # Exactness tolerances

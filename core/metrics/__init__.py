@@ -13,5 +13,8 @@ module                    what
 ``labels``                accuracy / macro-F1 on document-topic features, NMI and purity
 ``stats``                 mean, sd and paired tests across seeds
 ``registry``              ``METRICS``: every metric by name, its needs and direction
+``context``               ``MetricInputs`` (frozen), ``MetricContext`` (per corpus, caches), ``MetricRun``
+``needs``                 whether a metric applies; ``MetricNotApplicable``
+``scoring``               ``score``: the scores of one output and the skipped metrics with reasons
 ========================  ===============================================================
 """

@@ -97,6 +97,43 @@ class ResolvedTopics:
         return int(self.dropped.sum())
 
 
+def too_short(k: int, n_words: int, top_n: int) -> str:
+    """The message for topic ``k`` holding fewer words than top-N."""
+    return (f"top-N = {top_n} is larger than topic {k}'s word list ({n_words} words): "
+            f"lower N or give each topic at least {top_n} words")
+
+
+def topic_word_problem(topics, word_index: dict, known, max_n: int, *, oov: str = "error",
+                       reference: str = "the reference") -> str | None:
+    """Why checked ``topics`` cannot be scored at N = ``max_n`` against a reference, or None.
+
+    The one check behind :func:`resolve_topics` (which raises it as an :class:`InputError`) and
+    behind the scoring's applicability of reference-based metrics (which records it as the reason).
+    Arguments as in :func:`resolve_topics`.
+    """
+    known = np.asarray(known, dtype=bool)
+
+    def is_known(word):
+        i = word_index.get(word)
+        return i is not None and bool(known[i])
+
+    if not any(is_known(word) for words in topics for word in words):
+        return (f"{reference} shares no words with the topics: none of their "
+                f"{sum(len(w) for w in topics)} words occurs in it (wrong reference corpus or vocabulary?)")
+    for k, words in enumerate(topics):
+        if len(words) < max_n:
+            return too_short(k, len(words), max_n)
+        unknown = [word for word in words if not is_known(word)]
+        if oov == "error" and any(not is_known(word) for word in words[:max_n]):
+            word = next(word for word in words if not is_known(word))
+            return (f"topic {k}: the word {word!r} does not occur in {reference}; pass oov='drop' "
+                    "to drop such words (they are counted), or use a reference that has it")
+        if len(words) - len(unknown) < max_n:
+            return (f"topic {k} keeps {len(words) - len(unknown)} words after dropping {len(unknown)} "
+                    f"that do not occur in {reference}: fewer than top-N = {max_n}")
+    return None
+
+
 def resolve_topics(topics, word_index: dict, known, top_n, *, oov: str = "error",
                    reference: str = "the reference", minimum_n: int = 1) -> ResolvedTopics:
     """Map each topic's words to ids of a reference and check the N grid against them.
@@ -120,43 +157,17 @@ def resolve_topics(topics, word_index: dict, known, top_n, *, oov: str = "error"
     oov = check_oov(oov)
     max_n = grid[-1]
     known = np.asarray(known, dtype=bool)
-
-    def is_known(word):
-        i = word_index.get(word)
-        return i is not None and bool(known[i])
-
-    if not any(is_known(word) for words in topics for word in words):
-        raise InputError(
-            f"{reference} shares no words with the topics: none of their "
-            f"{sum(len(w) for w in topics)} words occurs in it (wrong reference corpus or vocabulary?)"
-        )
+    problem = topic_word_problem(topics, word_index, known, max_n, oov=oov, reference=reference)
+    if problem is not None:
+        raise InputError(problem)
     rows = np.empty((len(topics), max_n), dtype=np.int64)
     dropped = np.zeros(len(topics), dtype=np.int64)
     for k, words in enumerate(topics):
-        if len(words) < max_n:
-            raise InputError(
-                f"top-N = {max_n} is larger than topic {k}'s word list ({len(words)} words): "
-                f"lower N or give each topic at least {max_n} words"
-            )
-        kept = []
-        for word in words:
-            if is_known(word):
-                kept.append(word_index[word])
-                if len(kept) == max_n:
-                    break
-            elif oov == "error":
-                raise InputError(
-                    f"topic {k}: the word {word!r} does not occur in {reference}; pass oov='drop' "
-                    "to drop such words (they are counted), or use a reference that has it"
-                )
-            else:
-                dropped[k] += 1
-        if len(kept) < max_n:
-            raise InputError(
-                f"topic {k} keeps {len(kept)} words after dropping {dropped[k]} that do not occur in "
-                f"{reference}: fewer than top-N = {max_n}"
-            )
-        rows[k] = kept
+        ids = [word_index.get(word) for word in words]
+        usable = [i is not None and bool(known[i]) for i in ids]
+        last = np.flatnonzero(usable)[max_n - 1]  # the max_n-th known word
+        rows[k] = [i for i, ok in zip(ids[:last + 1], usable[:last + 1]) if ok]
+        dropped[k] = last + 1 - max_n  # unknown words before it (0 under oov="error")
     return ResolvedTopics(word_ids=rows, dropped=dropped, top_n=grid)
 
 

@@ -39,7 +39,7 @@ or, for several measures at once (one count per distinct window)::
 Example (a toy reference of three documents; D(a) = D(b) = D(c) = 2, D(a, b) = 2,
 D(a, c) = D(b, c) = 1, so UMass = (log(2/2) + log(1/2) + log(1/2)) / 3):
 
->>> from topicbench.core.corpus import corpus_from_token_lists
+>>> from topicbench.core.preprocess import corpus_from_token_lists
 >>> reference = corpus_from_token_lists([["a", "b"], ["a", "b", "c"], ["c"]])
 >>> round(coherence([["a", "b", "c"]], reference, ["umass"], top_n=3)["umass"].mean[3], 6)
 -0.462098

@@ -95,23 +95,9 @@ class CooccurrenceCounts:
             pair of W is counted into a dense matrix, which needs
             ``len(word_ids) <= DENSE_COUNTS_MAX_WORDS``.
         """
-        if window is not None:
-            if isinstance(window, bool) or not isinstance(window, (int, np.integer)) or window < 1:
-                raise InputError(f"window must be a positive integer or None (whole documents), got {window!r}")
-            window = int(window)
-        word_ids = np.unique(np.asarray(word_ids, dtype=np.int64))
-        if word_ids.size and (word_ids[0] < 0 or word_ids[-1] >= reference.n_words):
-            raise InputError(
-                f"word ids must lie in [0, {reference.n_words - 1}] (the reference vocabulary), "
-                f"got {word_ids[0]}..{word_ids[-1]}"
-            )
+        window = _check_window(window)
+        word_ids = _check_word_ids(word_ids, reference.n_words, dense=pairs is None)
         n_counted = len(word_ids)
-        if pairs is None and n_counted > DENSE_COUNTS_MAX_WORDS:
-            raise InputError(
-                f"{n_counted} words are too many for dense pair counts (at most "
-                f"DENSE_COUNTS_MAX_WORDS = {DENSE_COUNTS_MAX_WORDS}): pass the pairs to count "
-                "(count_for_topics does this)"
-            )
         local_of_word = np.full(reference.n_words, -1, dtype=np.int64)
         local_of_word[word_ids] = np.arange(n_counted)
         local_ids = local_of_word[reference.token_ids]
@@ -260,6 +246,32 @@ class CooccurrenceCounts:
             "words": self.n_counted_words,
             "pairs": None if self.is_dense else int(len(self.pair_keys)),
         }
+
+
+def _check_window(window):
+    """A positive int, or None for whole documents."""
+    if window is None:
+        return None
+    if isinstance(window, bool) or not isinstance(window, (int, np.integer)) or window < 1:
+        raise InputError(f"window must be a positive integer or None (whole documents), got {window!r}")
+    return int(window)
+
+
+def _check_word_ids(word_ids, n_words: int, *, dense: bool) -> np.ndarray:
+    """Sorted distinct reference word ids, few enough for dense pair counts when ``dense``."""
+    word_ids = np.unique(np.asarray(word_ids, dtype=np.int64))
+    if word_ids.size and (word_ids[0] < 0 or word_ids[-1] >= n_words):
+        raise InputError(
+            f"word ids must lie in [0, {n_words - 1}] (the reference vocabulary), "
+            f"got {word_ids[0]}..{word_ids[-1]}"
+        )
+    if dense and len(word_ids) > DENSE_COUNTS_MAX_WORDS:
+        raise InputError(
+            f"{len(word_ids)} words are too many for dense pair counts (at most "
+            f"DENSE_COUNTS_MAX_WORDS = {DENSE_COUNTS_MAX_WORDS}): pass the pairs to count "
+            "(count_for_topics does this)"
+        )
+    return word_ids
 
 
 def topic_pairs(word_ids) -> np.ndarray:

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..config import DIVERSITY_TOP_N, RBO_PERSISTENCE, RBO_TOP_N
 from ..validation import InputError
-from ._topics import TopicScores, check_top_n, check_topics
+from ._topics import TopicScores, check_top_n, check_topics, too_short
 
 
 def _topic_word_ids(topics, max_n: int) -> np.ndarray:
@@ -33,10 +33,7 @@ def _topic_word_ids(topics, max_n: int) -> np.ndarray:
     rows = []
     for k, words in enumerate(topics):
         if len(words) < max_n:
-            raise InputError(
-                f"top-N = {max_n} is larger than topic {k}'s word list ({len(words)} words): "
-                f"lower N or give each topic at least {max_n} words"
-            )
+            raise InputError(too_short(k, len(words), max_n))
         rows.append([index.setdefault(word, len(index)) for word in words[:max_n]])
     return np.asarray(rows, dtype=np.int64)
 

@@ -27,8 +27,9 @@ import numpy as np
 
 from ..config import NULL_TOPIC_LOG_SCORE, PROBABILITY_FLOOR, RANDK_DRAWS
 from ..corpus import Corpus
-from ..elda import Solution, fast_greedy
 from ..generators import topic_matrix_candidates
+from ..greedy import fast_greedy
+from ..solution import Solution
 from ..validation import InputError, check_topic_matrix
 
 logger = logging.getLogger(__name__)
@@ -125,7 +126,7 @@ def randk_log_likelihood(corpus: Corpus, log_phi, token_topics, rng: np.random.G
 def mean_distinct_topics(corpus: Corpus, token_topics) -> float:
     """κ = (1/D) Σ_d |{z_i : i ∈ d, z_i ≥ 0}|: mean number of distinct topics per document."""
     token_topics = np.asarray(token_topics, dtype=np.int64)
-    doc_of_token = np.repeat(np.arange(corpus.n_documents, dtype=np.int64), np.diff(corpus.doc_offsets))
+    doc_of_token = corpus.token_documents
     assigned = token_topics >= 0
     n_topics = int(token_topics.max()) + 1 if assigned.any() else 1
     pairs = np.unique(doc_of_token[assigned] * n_topics + token_topics[assigned])

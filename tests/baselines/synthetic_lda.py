@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 from scipy.optimize import linear_sum_assignment
 
-from topicbench.core.corpus import Corpus, corpus_from_token_lists
+from topicbench.core.corpus import Corpus
+from topicbench.core.preprocess import corpus_from_token_lists
 from topicbench.core.io import load_corpus
 
 

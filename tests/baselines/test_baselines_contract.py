@@ -65,7 +65,7 @@ def check_output(output: TopicModelOutput, model: TopicModel, corpus, seed: int)
         if top_words is not None:
             assert len(words) <= top_words
     # settings: what was asked, untouched, plus resolved values ending in "_"
-    for key, value in model.get_params().items():
+    for key, value in model.settings.items():
         assert output.settings[key] == value
     assert all(key in model.defaults or key.endswith("_") for key in output.settings)
     if model.name in TOKEN_ASSIGNING_MODELS:
@@ -74,16 +74,29 @@ def check_output(output: TopicModelOutput, model: TopicModel, corpus, seed: int)
         assert tokens.min() >= -1 and tokens.max() < n_topics
 
 
+def check_resolved(model: TopicModel, output: TopicModelOutput) -> None:
+    """The resolved values are named fields of the fitted model (``resolved_`` and one attribute
+    each, names ending in "_"), the same values the output's settings carry beside the asked ones."""
+    assert model.resolved_, "a fit resolves at least one value"
+    assert {key for key in output.settings if key not in model.settings} == set(model.resolved_)
+    for key, value in model.resolved_.items():
+        assert key.endswith("_") and key not in model.defaults
+        assert getattr(model, key) == value == output.settings[key]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(QUICK_SETTINGS))
 def test_model_contract(name, lee_corpus, small_synthetic):
     model_class = MODELS.get(name)
     assert issubclass(model_class, TopicModel) and model_class.name == name
-    model = model_class(**QUICK_SETTINGS[name])
+    model = model_class(NUM_TOPICS, random_state=SEED, **QUICK_SETTINGS[name])
     asked = model.get_params()
+    assert asked == {"num_topics": NUM_TOPICS, "random_state": SEED, **model_class.defaults, **QUICK_SETTINGS[name]}
 
-    first = model.fit(lee_corpus, NUM_TOPICS, seed=SEED)
+    assert model.fit(lee_corpus) is model
+    first = model.output_
     check_output(first, model, lee_corpus, SEED)
+    check_resolved(model, first)
     assert model.get_params() == asked, "fit changed the stored settings"
     if model.supports_transform:
         held_out = lee_corpus.subset(range(20))
@@ -95,7 +108,7 @@ def test_model_contract(name, lee_corpus, small_synthetic):
             model.transform(lee_corpus)
 
     if model_class.reproducible:
-        second = model_class(**QUICK_SETTINGS[name]).fit(lee_corpus, NUM_TOPICS, seed=SEED)
+        second = model_class(NUM_TOPICS, random_state=SEED, **QUICK_SETTINGS[name]).fit(lee_corpus).output_
         assert second.topics == first.topics
         np.testing.assert_array_equal(second.topic_word_matrix, first.topic_word_matrix)
         np.testing.assert_array_equal(second.topic_document_matrix, first.topic_document_matrix)
@@ -103,13 +116,13 @@ def test_model_contract(name, lee_corpus, small_synthetic):
             np.testing.assert_array_equal(second.token_topics, first.token_topics)
 
     synthetic = small_synthetic.corpus
-    check_output(model_class(**QUICK_SETTINGS[name]).fit(synthetic, NUM_TOPICS, seed=SEED), model, synthetic, SEED)
+    check_output(model_class(NUM_TOPICS, random_state=SEED, **QUICK_SETTINGS[name]).fit(synthetic).output_, model, synthetic, SEED)
 
 
 @pytest.mark.parametrize("name", ["gensim_lda", "gibbs_lda", "prodlda", "ctm", "etm", "fastopic"])
 def test_fixed_topic_count_models_require_num_topics(name, tiny_corpus):
     with pytest.raises(InputError, match=f"{name}: num_topics must be an integer >= 1"):
-        MODELS.get(name)().fit(tiny_corpus, None)
+        MODELS.get(name)(None).fit(tiny_corpus)
 
 
 @pytest.mark.parametrize("name", sorted(QUICK_SETTINGS))
@@ -149,9 +162,66 @@ def test_bad_setting_values_are_refused(name, settings, message):
 
 
 def test_transform_needs_a_fit_and_the_same_vocabulary(lee_corpus, tiny_corpus):
-    model = MODELS.get("gibbs_lda")(iterations=5)
+    model = MODELS.get("gibbs_lda")(3, random_state=0, iterations=5)
     with pytest.raises(ModelError, match="gibbs_lda: transform needs a fitted model"):
         model.transform(lee_corpus)
-    model.fit(lee_corpus, 3, seed=0)
+    model.fit(lee_corpus)
     with pytest.raises(InputError, match="does not match the corpus vocabulary"):
         model.transform(tiny_corpus)
+
+
+class UniformModel(TopicModel):
+    """K uniform topics; resolves ``num_topics_`` and whatever ``extra_resolved`` holds."""
+
+    name = "uniform"
+    defaults = {"top_words": 2}
+    extra_resolved: dict = {}
+
+    def _fit(self, corpus):
+        k = self._require_num_topics(self.num_topics)
+        output = TopicModelOutput(
+            model="anything", vocabulary=tuple(corpus.vocabulary),
+            topics=[list(corpus.vocabulary[: self.settings["top_words"]])] * k,
+            topic_word_matrix=np.full((k, corpus.n_words), 1.0 / corpus.n_words),
+            topic_document_matrix=np.full((k, corpus.n_documents), 1.0 / k), seed=99,
+        )
+        return output, {"num_topics_": k, **self.extra_resolved}
+
+
+def test_fit_returns_the_model_with_its_output_and_resolved_values_as_fields(tiny_corpus):
+    model = UniformModel(2, random_state=5, top_words=1)
+    assert model.get_params() == {"num_topics": 2, "random_state": 5, "top_words": 1}
+    assert model.fit(tiny_corpus) is model
+    # the output's model name, seed and settings come from the model, whatever _fit put there
+    assert model.output_.model == "uniform" and model.output_.seed == 5
+    assert model.output_.settings == {"top_words": 1, "num_topics_": 2}
+    assert model.resolved_ == {"num_topics_": 2} and model.num_topics_ == 2
+    model.extra_resolved = {"width_": 3}
+    model.fit(tiny_corpus)
+    assert model.width_ == 3
+    model.extra_resolved = {}
+    model.fit(tiny_corpus)  # a refit's resolved values replace the previous ones
+    assert model.resolved_ == {"num_topics_": 2} and not hasattr(model, "width_")
+
+
+@pytest.mark.parametrize("resolved", [{"width": 3}, {"output_": 1}, {"resolved_": {}}])
+def test_resolved_values_must_be_named_fields(tiny_corpus, resolved):
+    model = UniformModel(2)
+    model.extra_resolved = resolved
+    with pytest.raises(ModelError, match="uniform: resolved values must be named with a trailing '_'"):
+        model.fit(tiny_corpus)
+
+
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        ({"num_topics": 0}, "uniform: num_topics must be an integer >= 1, got 0"),
+        ({"num_topics": None}, "uniform: num_topics must be an integer >= 1, got None"),
+        ({"num_topics": 2, "random_state": -1}, "uniform: random_state must be an integer >= 0, got -1"),
+        ({"num_topics": 2, "random_state": True}, "uniform: random_state must be an integer >= 0, got True"),
+        ({"num_topics": 2, "top_words": "two"}, "uniform: setting 'top_words' must be an integer"),
+    ],
+)
+def test_k_seed_and_settings_are_checked_at_construction(arguments, message):
+    with pytest.raises(InputError, match=message):
+        UniformModel(**arguments)

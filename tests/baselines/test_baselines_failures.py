@@ -25,9 +25,9 @@ def test_unknown_model_lists_the_choices():
 def test_bertopic_refuses_a_corpus_too_small_for_its_clustering(small_synthetic):
     few = small_synthetic.corpus.subset(range(12), name="twelve")
     with pytest.raises(ModelError, match=r"bertopic: too few documents for its clustering: 12 documents"):
-        MODELS.get("bertopic")().fit(few, None, seed=0)
+        MODELS.get("bertopic")(None, random_state=0).fit(few)
     # the other models fit the same corpus
-    output = MODELS.get("gibbs_lda")(iterations=10).fit(few, 2, seed=0)
+    output = MODELS.get("gibbs_lda")(2, random_state=0, iterations=10).fit(few).output_
     assert output.n_topics == 2
 
 
@@ -35,7 +35,7 @@ def test_bertopic_refuses_a_corpus_too_small_for_its_clustering(small_synthetic)
 def test_bertopic_fails_clearly_when_hdbscan_finds_fewer_than_two_topics(lee_corpus):
     # clusters of at least 140 of 300 documents: HDBSCAN finds at most two, here fewer
     with pytest.raises(ModelError, match=r"bertopic: HDBSCAN found [01] topic\(s\) besides outliers in 300 documents"):
-        MODELS.get("bertopic")(min_topic_size=140).fit(lee_corpus, None, seed=0)
+        MODELS.get("bertopic")(None, random_state=0, min_topic_size=140).fit(lee_corpus)
 
 
 @pytest.mark.parametrize(
@@ -45,8 +45,8 @@ def test_bertopic_fails_clearly_when_hdbscan_finds_fewer_than_two_topics(lee_cor
 def test_a_missing_optional_package_names_the_model_and_the_package(name, module, monkeypatch, small_synthetic):
     monkeypatch.setitem(sys.modules, module, None)  # makes `import module` fail
     with pytest.raises(ModelError, match=rf"{name}: the optional package '[\w-]+' is not installed"):
-        MODELS.get(name)().fit(small_synthetic.corpus, 3, seed=0)
-    output = MODELS.get("gensim_lda")(passes=1, iterations=20).fit(small_synthetic.corpus, 3, seed=0)
+        MODELS.get(name)(3, random_state=0).fit(small_synthetic.corpus)
+    output = MODELS.get("gensim_lda")(3, random_state=0, passes=1, iterations=20).fit(small_synthetic.corpus).output_
     assert output.n_topics == 3
 
 
@@ -58,16 +58,16 @@ def test_a_library_failure_is_reported_with_the_model_and_corpus(monkeypatch, sm
 
     monkeypatch.setattr(gensim.models, "LdaModel", broken)
     with pytest.raises(ModelError, match=r"gensim_lda: fitting failed on corpus 'small_synthetic' \(300 documents\): FloatingPointError: overflow"):
-        MODELS.get("gensim_lda")().fit(small_synthetic.corpus, 3, seed=0)
+        MODELS.get("gensim_lda")(3, random_state=0).fit(small_synthetic.corpus)
 
 
 def test_a_diverging_neural_model_stops_with_a_clear_error(small_synthetic):
     with pytest.raises(ModelError, match=r"prodlda: the training loss became nan"):
-        MODELS.get("prodlda")(epochs=3, learning_rate=1e30).fit(small_synthetic.corpus, 3, seed=0)
+        MODELS.get("prodlda")(3, random_state=0, epochs=3, learning_rate=1e30).fit(small_synthetic.corpus)
 
 
 def test_empty_corpus_is_refused(tiny_corpus):
     empty = tiny_corpus.subset([], name="empty")
     with pytest.raises(InputError, match="gibbs_lda: the corpus 'empty' is empty"):
-        MODELS.get("gibbs_lda")().fit(empty, 2)
-    assert np.all(np.isfinite(MODELS.get("gibbs_lda")(iterations=5).fit(tiny_corpus, 2).topic_word_matrix))
+        MODELS.get("gibbs_lda")(2).fit(empty)
+    assert np.all(np.isfinite(MODELS.get("gibbs_lda")(2, iterations=5).fit(tiny_corpus).output_.topic_word_matrix))

@@ -47,7 +47,7 @@ def our_network(variant: str, hidden_sizes):
     defaults = CTM.defaults
     return _neural.build_prodlda_network(
         vocabulary_size=VOCABULARY_SIZE, num_topics=NUM_TOPICS, embedding_size=EMBEDDING_SIZE,
-        inputs=CTM(variant=variant).encoder_inputs, hidden_sizes=hidden_sizes,
+        inputs=CTM(NUM_TOPICS, variant=variant).encoder_inputs, hidden_sizes=hidden_sizes,
         dropout=defaults["dropout"], learn_priors=CTM.learn_priors, prior_alpha=defaults["prior_alpha"],
     )
 
@@ -254,8 +254,8 @@ def test_a_ctm_fit_has_the_packages_optimizer_and_topic_word_output(variant, mon
         return optimizers[-1]
 
     monkeypatch.setattr(_neural, "adam", recording_adam)
-    model = CTM(variant=variant, epochs=1)
-    output = model.fit(corpus, NUM_TOPICS, seed=0)
+    model = CTM(NUM_TOPICS, random_state=0, variant=variant, epochs=1)
+    output = model.fit(corpus).output_
     package = package_model(variant, CTM.defaults["hidden_sizes"])
 
     # Adam with the package's lr and betas (momentum, 0.99), over every parameter, priors included

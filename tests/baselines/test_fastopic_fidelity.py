@@ -20,9 +20,10 @@ from fastopic import FASTopic as PackageFASTopic
 from fastopic._ETP import ETP
 from fastopic._fastopic import fastopic as PackageModule
 
+from topicbench.baselines import _fastopic_network as network_module
 from topicbench.baselines import fastopic as ours
 from topicbench.baselines.fastopic import FASTopic
-from topicbench.core.corpus import corpus_from_token_lists
+from topicbench.core.preprocess import corpus_from_token_lists
 
 N_DOCUMENTS, VOCABULARY_SIZE, NUM_TOPICS, EMBEDDING_SIZE = 12, 40, 4, 8
 
@@ -51,7 +52,7 @@ def both_models(seed: int, *, dt_alpha=3.0, tw_alpha=2.0, theta_temperature=1.0,
     package.init(VOCABULARY_SIZE, embedding_size)
     torch.manual_seed(seed)
     network = ours.build_network(
-        torch, NUM_TOPICS, VOCABULARY_SIZE, embedding_size,
+        NUM_TOPICS, VOCABULARY_SIZE, embedding_size,
         settings(dt_alpha=dt_alpha, tw_alpha=tw_alpha, theta_temperature=theta_temperature),
     )
     return package, network
@@ -91,12 +92,12 @@ def test_defaults_are_the_packages():
         assert (plan.OT_max_iter, plan.stop_thr) == (5000, 0.005)
         assert plan.init_a_dist is None  # uniform row marginals
     assert package.DT_ETP.b_dist is package.topic_weights and package.TW_ETP.b_dist is package.word_weights
-    assert package.epsilon == ours.DSR_EPSILON
+    assert package.epsilon == network_module.DSR_EPSILON
     # the log floor and the absorb-and-check schedule we mirror
     source = inspect.getsource(ETP.forward)
     assert "torch.log(a + 1e-30)" in source and "torch.log(b + 1e-30)" in source
-    assert ours.SINKHORN_LOG_FLOOR == 1e-30
-    assert f"cpt % {ours.SINKHORN_CHECK_INTERVAL} == 1" in source
+    assert network_module.SINKHORN_LOG_FLOOR == 1e-30
+    assert f"cpt % {network_module.SINKHORN_CHECK_INTERVAL} == 1" in source
 
 
 def test_a_seed_draws_the_packages_initial_parameters():
@@ -110,7 +111,7 @@ def test_a_seed_draws_the_packages_initial_parameters():
     PackageModule(NUM_TOPICS).init(VOCABULARY_SIZE, EMBEDDING_SIZE)
     expected = torch.rand(3)
     torch.manual_seed(7)
-    ours.build_network(torch, NUM_TOPICS, VOCABULARY_SIZE, EMBEDDING_SIZE, settings())
+    ours.build_network(NUM_TOPICS, VOCABULARY_SIZE, EMBEDDING_SIZE, settings())
     assert torch.equal(torch.rand(3), expected)
 
 
@@ -138,7 +139,7 @@ def test_loss_and_gradients_equal_the_packages(dt_alpha, tw_alpha, scale, noise)
                 parameters(network)[name].copy_(value)
     package_loss = package(torch.from_numpy(counts.toarray()), documents)["loss"]
     package_loss.backward()
-    our_loss = network.loss(documents, ours.WordCounts(torch, counts))
+    our_loss = network.loss(documents, network_module.WordCounts(counts))
     our_loss.backward()
     close(our_loss, package_loss)
     theirs = parameters(package)
@@ -146,7 +147,7 @@ def test_loss_and_gradients_equal_the_packages(dt_alpha, tw_alpha, scale, noise)
         assert torch.isfinite(value.grad).all()
         close(value.grad, theirs[name].grad)
     if dt_alpha > 10:  # the sharp case runs more than two Sinkhorn windows
-        assert min(stats["steps"] for stats in network.sinkhorn.values()) > 2 * ours.SINKHORN_CHECK_INTERVAL
+        assert min(stats["steps"] for stats in network.sinkhorn.values()) > 2 * network_module.SINKHORN_CHECK_INTERVAL
 
 
 def test_beta_and_theta_equal_the_packages_get_beta_and_get_theta():
@@ -166,7 +167,7 @@ def test_beta_and_theta_equal_the_packages_get_beta_and_get_theta():
 def test_sparse_reconstruction_equals_the_dense_product_and_its_gradients():
     rng = np.random.default_rng(2)
     counts = random_counts(rng)
-    entries = ours.WordCounts(torch, counts)
+    entries = network_module.WordCounts(counts)
     theta = torch.rand(N_DOCUMENTS, NUM_TOPICS, dtype=torch.float64, requires_grad=True)
     beta = torch.rand(NUM_TOPICS, VOCABULARY_SIZE, dtype=torch.float64, requires_grad=True)
     weights = torch.randn(entries.counts.shape[0], dtype=torch.float64)
@@ -207,11 +208,11 @@ def test_transport_plan_and_its_gradients_equal_the_packages_etp(alpha, max_iter
         if implementation == "package":
             cost, plan = ETP(alpha, init_b_dist=ws, OT_max_iter=max_iterations, stop_thr=tolerance)(xs, ys)
         else:
-            distances = ours._squared_distances(xs, ys)
+            distances = network_module.squared_distances(xs, ys)
             a = (torch.ones(15) / 15).unsqueeze(1)  # float32, as the package's
             stats = {}
-            plan = ours._transport_plan(
-                torch, distances, a, torch.softmax(ws, dim=0), alpha, max_iterations, tolerance, stats
+            plan = network_module.transport_plan(
+                distances, a, torch.softmax(ws, dim=0), alpha, max_iterations, tolerance, stats
             )
             cost = (plan * distances).sum()
         (cost + (plan * upstream).sum()).backward()
@@ -219,7 +220,7 @@ def test_transport_plan_and_its_gradients_equal_the_packages_etp(alpha, max_iter
     if tolerance >= 1:
         assert stats["steps"] == 0
     elif tolerance < 1e-3:
-        assert stats["steps"] == max_iterations or stats["steps"] > 6 * ours.SINKHORN_CHECK_INTERVAL
+        assert stats["steps"] == max_iterations or stats["steps"] > 6 * network_module.SINKHORN_CHECK_INTERVAL
     for theirs, mine in zip(*results):
         torch.testing.assert_close(mine.detach(), theirs.detach(), rtol=1e-7, atol=1e-9 * float(theirs.detach().abs().max()))
 
@@ -240,15 +241,15 @@ def test_transport_plan_falls_back_to_the_log_domain_where_exp_underflows():
         if implementation == "package":
             cost, plan = ETP(50.0, init_b_dist=ws, OT_max_iter=301)(xs, ys)
         else:
-            distances = ours._squared_distances(xs, ys)
+            distances = network_module.squared_distances(xs, ys)
             stats = {}
-            plan = ours._transport_plan(
-                torch, distances, (torch.ones(20) / 20).unsqueeze(1), torch.softmax(ws, dim=0), 50.0, 301, 0.005, stats
+            plan = network_module.transport_plan(
+                distances, (torch.ones(20) / 20).unsqueeze(1), torch.softmax(ws, dim=0), 50.0, 301, 0.005, stats
             )
             cost = (plan * distances).sum()
         (cost + (plan * upstream.to(dtype)).sum()).backward()
         results[implementation, dtype] = [t.detach().double() for t in (cost, plan, xs.grad, ys.grad, ws.grad)]
-    assert stats["steps"] == 301 and 1 < stats["log_windows"] < 301 // ours.SINKHORN_CHECK_INTERVAL + 1
+    assert stats["steps"] == 301 and 1 < stats["log_windows"] < 301 // network_module.SINKHORN_CHECK_INTERVAL + 1
     exact = results["package", torch.float64]
     for rtol, dtype in [(1e-9, torch.float64), (5e-4, torch.float32)]:
         for mine, theirs in zip(results["ours", dtype], exact):
@@ -297,13 +298,13 @@ def test_a_fit_equals_the_packages_training_run(monkeypatch):
         [""] * corpus.n_documents, epochs=epochs, preset_doc_embeddings=embeddings
     )
 
-    model = FASTopic(epochs=epochs)
-    output = model.fit(corpus, NUM_TOPICS, seed=seed)
+    model = FASTopic(NUM_TOPICS, random_state=seed, epochs=epochs)
+    output = model.fit(corpus).output_
     trace = output.extra["training_loss"]
     assert isinstance(trace, list) and len(trace) == epochs and all(isinstance(v, float) for v in trace)
     np.testing.assert_allclose(trace, losses, rtol=1e-5)
     # by the end both plans need more than one Sinkhorn window
-    assert all(stats["steps"] > ours.SINKHORN_CHECK_INTERVAL for stats in model.network_.sinkhorn.values())
+    assert all(stats["steps"] > network_module.SINKHORN_CHECK_INTERVAL for stats in model.network_.sinkhorn.values())
     with torch.no_grad():
         beta = model.network_.get_beta().numpy()
     np.testing.assert_allclose(beta, package.beta, rtol=1e-4, atol=1e-5 * package.beta.max())

@@ -8,13 +8,13 @@ import pytest
 from topicbench.baselines.base import normalize_rows, top_words_of
 from topicbench.baselines.gibbs_lda import PAPER_SETTINGS
 from topicbench.baselines.registry import MODELS
-from topicbench.core.corpus import corpus_from_token_lists
+from topicbench.core.preprocess import corpus_from_token_lists
 from synthetic_lda import lee_corpus, small_synthetic, synthetic_words  # noqa: F401 (fixtures used by name)
 
 
 @pytest.mark.parametrize("alpha", [1.0, 0.1])
 def test_gibbs_fixed_alpha_stays_fixed(alpha, small_synthetic):
-    output = MODELS.get("gibbs_lda")(alpha=alpha, iterations=30).fit(small_synthetic.corpus, 4, seed=0)
+    output = MODELS.get("gibbs_lda")(4, random_state=0, alpha=alpha, iterations=30).fit(small_synthetic.corpus).output_
     assert output.settings["alpha"] == alpha
     assert output.settings["alpha_"] == pytest.approx([alpha] * 4, rel=1e-6)
     assert output.settings["optim_interval_"] == 0
@@ -27,7 +27,7 @@ def test_gibbs_fixed_alpha_stays_fixed(alpha, small_synthetic):
 
 def test_gibbs_bayes_optimises_alpha(small_synthetic):
     settings = {**PAPER_SETTINGS["gibbs_bayes"], "iterations": 60}
-    output = MODELS.get("gibbs_lda")(**settings).fit(small_synthetic.corpus, 4, seed=0)
+    output = MODELS.get("gibbs_lda")(4, random_state=0, **settings).fit(small_synthetic.corpus).output_
     assert output.settings["optim_interval_"] == 10
     alpha = np.array(output.settings["alpha_"])
     assert alpha.shape == (4,) and not np.allclose(alpha, 0.1)
@@ -49,7 +49,7 @@ def test_gibbs_token_topics_follow_the_corpus_token_order():
     (it numbers words as it first meets them): each token's topic must be its word's topic."""
     documents = [["beta", "alpha"] * 3 + ["gamma"]] * 10 + [["delta", "epsilon"] * 4] * 10
     corpus = corpus_from_token_lists(documents, vocabulary=["epsilon", "delta", "gamma", "beta", "alpha"])
-    output = MODELS.get("gibbs_lda")(alpha=0.01, eta=0.01, iterations=200).fit(corpus, 2, seed=4)
+    output = MODELS.get("gibbs_lda")(2, random_state=4, alpha=0.01, eta=0.01, iterations=200).fit(corpus).output_
     tokens = corpus.token_ids
     words = np.array(corpus.vocabulary)[tokens]
     first_group = np.isin(words, ["alpha", "beta", "gamma"])
@@ -62,15 +62,15 @@ def test_gibbs_token_topics_follow_the_corpus_token_order():
 
 
 def test_gensim_auto_alpha_is_learned_and_recorded(small_synthetic):
-    output = MODELS.get("gensim_lda")(alpha="auto", passes=2).fit(small_synthetic.corpus, 4, seed=0)
+    output = MODELS.get("gensim_lda")(4, random_state=0, alpha="auto", passes=2).fit(small_synthetic.corpus).output_
     assert output.settings["alpha"] == "auto"
     assert len(output.settings["alpha_"]) == 4 and len(set(output.settings["alpha_"])) > 1
 
 
 def test_gensim_token_topics_are_the_most_likely_topic_of_each_word_in_its_document(small_synthetic):
     corpus = small_synthetic.corpus
-    model = MODELS.get("gensim_lda")(passes=2)
-    output = model.fit(corpus, 4, seed=0)
+    model = MODELS.get("gensim_lda")(4, random_state=0, passes=2)
+    output = model.fit(corpus).output_
     bow = [(int(w), int(c)) for w, c in zip(*np.unique(corpus.document(0), return_counts=True))]
     _, word_topics, _ = model.model_.get_document_topics(bow, per_word_topics=True, minimum_probability=0, minimum_phi_value=0)
     expected = {word: topics[0] for word, topics in word_topics}

@@ -25,7 +25,7 @@ import torch
 from topicbench.baselines import _neural
 from topicbench.baselines.etm import ETM, _build_network
 from topicbench.baselines.prodlda import ProdLDA
-from topicbench.core.corpus import corpus_from_token_lists
+from topicbench.core.preprocess import corpus_from_token_lists
 
 K, V = 2, 3
 #: word counts of 3 documents (lengths 3, 4, 2)
@@ -200,8 +200,8 @@ def test_prodlda_trains_with_octis_avitm_optimizer_and_defaults(monkeypatch):
         "hidden_sizes": (100, 100), "dropout": 0.2, "prior_alpha": 1.0}
     assert ProdLDA.learn_priors and ProdLDA.theta_samples == 10
     optimizers = recorded_optimizers(monkeypatch)
-    model = ProdLDA(epochs=1, hidden_sizes=(4,))
-    output = model.fit(tiny_corpus(), 2, seed=0)
+    model = ProdLDA(2, random_state=0, epochs=1, hidden_sizes=(4,))
+    output = model.fit(tiny_corpus()).output_
     assert optimizers == [{"lr": 0.002, "betas": (0.99, 0.99)}]
     assert isinstance(model.network_.prior_variance, torch.nn.Parameter)
     assert output.settings["theta_samples_"] == 10
@@ -271,7 +271,7 @@ def test_etm_trains_with_octis_optimizer_and_defaults(monkeypatch):
         "epochs": 100, "batch_size": 128, "hidden_size": 800, "embedding_size": 300, "activation": "relu",
         "dropout": 0.5, "learning_rate": 0.005, "weight_decay": 1.2e-6, "word_embeddings": "trained"}
     optimizers = recorded_optimizers(monkeypatch)
-    ETM(epochs=1, hidden_size=4, embedding_size=3).fit(tiny_corpus(), 2, seed=0)
+    ETM(2, random_state=0, epochs=1, hidden_size=4, embedding_size=3).fit(tiny_corpus())
     assert optimizers == [{"lr": 0.005, "weight_decay": 1.2e-6}]
 
 

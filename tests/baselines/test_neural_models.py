@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from topicbench.baselines import _neural
-from topicbench.baselines.fastopic import _transport_plan
+from topicbench.baselines._fastopic_network import transport_plan
 from topicbench.baselines.registry import MODELS
 from synthetic_lda import lee_corpus, small_synthetic, synthetic_words  # noqa: F401 (fixtures used by name)
 
@@ -110,7 +110,7 @@ def test_transport_plan_meets_both_marginals_and_favours_cheap_pairs():
     cost = torch.tensor([[0.0, 4.0, 4.0], [4.0, 0.0, 4.0]])
     a = torch.tensor([[0.5], [0.5]])
     b = torch.tensor([[0.4], [0.4], [0.2]])
-    plan = _transport_plan(torch, cost, a, b, alpha=3.0, max_iterations=5000, tolerance=1e-6)
+    plan = transport_plan(cost, a, b, alpha=3.0, max_iterations=5000, tolerance=1e-6)
     np.testing.assert_allclose(plan.sum(dim=1).numpy(), [0.5, 0.5], atol=1e-5)
     np.testing.assert_allclose(plan.sum(dim=0).numpy(), [0.4, 0.4, 0.2], atol=1e-5)
     assert plan[0, 0] > 0.39 and plan[1, 1] > 0.39  # mass goes where it is cheap
@@ -123,8 +123,8 @@ def test_transport_plan_meets_both_marginals_and_favours_cheap_pairs():
 def test_etm_with_sentence_transformer_vectors_keeps_them_fixed(small_synthetic):
     from topicbench.baselines.embeddings import word_vectors
 
-    model = MODELS.get("etm")(word_embeddings="sentence_transformer", epochs=2, hidden_size=50)
-    output = model.fit(small_synthetic.corpus, 4, seed=0)
+    model = MODELS.get("etm")(4, random_state=0, word_embeddings="sentence_transformer", epochs=2, hidden_size=50)
+    output = model.fit(small_synthetic.corpus).output_
     assert output.settings["embedding_size_"] == 384 and output.settings["trains_word_embeddings_"] is False
     expected = word_vectors(small_synthetic.corpus.vocabulary)
     np.testing.assert_array_equal(model.network_.word_embeddings.numpy(), expected)
@@ -133,8 +133,8 @@ def test_etm_with_sentence_transformer_vectors_keeps_them_fixed(small_synthetic)
 
 @pytest.mark.slow
 def test_ctm_zeroshot_reads_only_the_embedding(small_synthetic):
-    model = MODELS.get("ctm")(variant="zeroshot", epochs=2)
-    output = model.fit(small_synthetic.corpus, 4, seed=0)
+    model = MODELS.get("ctm")(4, random_state=0, variant="zeroshot", epochs=2)
+    output = model.fit(small_synthetic.corpus).output_
     assert output.settings["encoder_inputs_"] == "contextual"
     # the encoder ignores the bag of words: zeroing it changes nothing
     corpus = small_synthetic.corpus.subset(range(5))

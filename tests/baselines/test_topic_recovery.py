@@ -33,7 +33,7 @@ def token_agreement(truth, fitted_token_topics: np.ndarray, partner: np.ndarray)
 )
 def test_lda_recovers_the_true_topics_and_token_topics(name, settings, recovery_synthetic):
     truth = recovery_synthetic
-    output = MODELS.get(name)(**settings).fit(truth.corpus, 10, seed=SEED)
+    output = MODELS.get(name)(10, random_state=SEED, **settings).fit(truth.corpus).output_
     similarities, partner = matched_topic_similarity(truth.topic_word, output.topic_word_matrix)
     assert similarities.mean() >= 0.8, similarities
     # the token assignments line up with the corpus's tokens: most tokens get their true topic
@@ -43,7 +43,7 @@ def test_lda_recovers_the_true_topics_and_token_topics(name, settings, recovery_
 
 @pytest.mark.slow
 def test_gibbs_sampler_is_near_exact_on_a_synthetic_corpus(recovery_synthetic):
-    output = MODELS.get("gibbs_lda")(iterations=200).fit(recovery_synthetic.corpus, 10, seed=SEED)
+    output = MODELS.get("gibbs_lda")(10, random_state=SEED, iterations=200).fit(recovery_synthetic.corpus).output_
     similarities, _ = matched_topic_similarity(recovery_synthetic.topic_word, output.topic_word_matrix)
     assert similarities.min() >= 0.95
 
@@ -51,21 +51,21 @@ def test_gibbs_sampler_is_near_exact_on_a_synthetic_corpus(recovery_synthetic):
 @pytest.mark.slow
 def test_etm_recovers_the_true_topics(recovery_synthetic):
     # at its defaults (OCTIS's: 100 epochs of 128, encoder dropout 0.5); random topics score < 0.2
-    output = MODELS.get("etm")().fit(recovery_synthetic.corpus, 10, seed=SEED)
+    output = MODELS.get("etm")(10, random_state=SEED).fit(recovery_synthetic.corpus).output_
     similarities, _ = matched_topic_similarity(recovery_synthetic.topic_word, output.topic_word_matrix)
     assert similarities.mean() >= 0.75, similarities
 
 
 @pytest.mark.slow
 def test_prodlda_recovers_the_true_top_words(recovery_synthetic):
-    output = MODELS.get("prodlda")().fit(recovery_synthetic.corpus, 10, seed=SEED)  # at its defaults
+    output = MODELS.get("prodlda")(10, random_state=SEED).fit(recovery_synthetic.corpus).output_  # at its defaults
     assert matched_top_word_overlap(recovery_synthetic.topic_word, output.topic_word_matrix) >= 0.6
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name, settings", [("ctm", {"epochs": 50}), ("fastopic", {"epochs": 200})])
 def test_embedding_models_recover_the_true_top_words(name, settings, small_synthetic):
-    output = MODELS.get(name)(**settings).fit(small_synthetic.corpus, 5, seed=SEED)
+    output = MODELS.get(name)(5, random_state=SEED, **settings).fit(small_synthetic.corpus).output_
     assert matched_top_word_overlap(small_synthetic.topic_word, output.topic_word_matrix) >= 0.5
 
 

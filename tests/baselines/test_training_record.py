@@ -43,7 +43,7 @@ def test_training_record_pairs_losses_with_steps():
     ("fastopic", {"epochs": 3}, [1, 2, 3]),
 ])
 def test_iterative_models_record_their_loss_curve_and_verdict(name, settings, steps, small_synthetic):
-    output = MODELS.get(name)(**settings).fit(small_synthetic.corpus, 4, seed=0)
+    output = MODELS.get(name)(4, random_state=0, **settings).fit(small_synthetic.corpus).output_
     assert output.extra["training_steps"] == steps
     assert len(output.extra["training_loss"]) == len(steps) and np.all(np.isfinite(output.extra["training_loss"]))
     assert output.extra["training_loss_kind"]
@@ -53,7 +53,7 @@ def test_iterative_models_record_their_loss_curve_and_verdict(name, settings, st
 
 @pytest.mark.parametrize("name", ["prodlda", "fastopic"])
 def test_neural_models_record_the_device_they_trained_on(name, small_synthetic):
-    output = MODELS.get(name)(epochs=1).fit(small_synthetic.corpus, 3, seed=0)
+    output = MODELS.get(name)(3, random_state=0, epochs=1).fit(small_synthetic.corpus).output_
     assert output.settings["device_"] == ("cuda" if torch.cuda.is_available() else "cpu")
 
 
@@ -77,10 +77,10 @@ def test_elda_compiles_its_kernels_once_per_process_outside_the_timed_fit(small_
         return original(self, corpus, *args, **kwargs)
 
     monkeypatch.setattr(elda_model.ELDA, "fit", counting_fit)
-    monkeypatch.setattr(elda_model, "_WARM_GENERATORS", set())
+    monkeypatch.setattr(elda_model, "_WARM", set())
     for _ in range(2):
-        output = MODELS.get("elda")(generator="raw_umass").fit(small_synthetic.corpus, None, seed=0)
+        output = MODELS.get("elda")(None, random_state=0, generator="raw_umass").fit(small_synthetic.corpus).output_
     # the warm-up corpus was fitted once (the first setup), the real corpus twice
     assert calls.count("warm-up") == 1 and len(calls) == 3
-    assert elda_model._WARM_GENERATORS == {"raw_umass"}
+    assert elda_model._WARM == {("raw_umass", "exact")}
     assert output.extra["setup_seconds"] >= 0.0 and output.fit_seconds > 0.0

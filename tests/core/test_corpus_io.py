@@ -8,9 +8,9 @@ import shutil
 import numpy as np
 import pytest
 
-from topicbench.core.corpus import Corpus, corpus_from_token_lists
+from topicbench.core.corpus import Corpus
 from topicbench.core.io import load_corpus, read_octis_folder, read_text_file
-from topicbench.core.preprocess import PreprocessConfig, preprocess, tokenize
+from topicbench.core.preprocess import PreprocessConfig, corpus_from_token_lists, preprocess, tokenize
 from topicbench.core.validation import InputError
 
 PRE = PreprocessConfig(preprocessed=True)
@@ -354,3 +354,17 @@ def test_corpus_views(labelled):
     assert summary["fingerprint"] == labelled.fingerprint()
     with pytest.raises(InputError, match="partitions has 1 entries for 2 documents"):
         corpus_from_token_lists([["a"], ["b"]], partitions=["train"])
+
+
+def test_segment_ids_and_token_documents_match_a_loop():
+    from topicbench.core.corpus import segment_ids
+
+    offsets = [0, 0, 3, 4, 4, 7]
+    expected = [d for d in range(len(offsets) - 1) for _ in range(offsets[d + 1] - offsets[d])]
+    assert segment_ids(offsets).tolist() == expected
+    assert segment_ids([0]).tolist() == []
+    corpus = corpus_from_token_lists([["a", "b"], ["c"], ["a", "a", "c"]])
+    documents = corpus.token_documents
+    assert documents.dtype == "int64" and documents.tolist() == [0, 0, 1, 2, 2, 2]
+    for d in range(corpus.n_documents):
+        assert (documents == d).sum() == len(corpus.document(d))

@@ -18,9 +18,11 @@ from conftest import (
     TIE_RELATIVE_TOLERANCE,
     random_corpus,
 )
-from topicbench.core.corpus import corpus_from_token_lists
-from topicbench.core.elda import ELDA, fast_greedy, solution_from_links
+from topicbench.core.elda import ELDA
 from topicbench.core.generators import keyword_candidates, topic_matrix_candidates
+from topicbench.core.greedy import fast_greedy
+from topicbench.core.preprocess import corpus_from_token_lists
+from topicbench.core.solution import solution_from_links
 
 KAPPAS = (1, 1.5, 2, 3)
 SOURCES = ("raw_umass", "exp_umass", "cooccurrence", "topic_matrix")
@@ -414,7 +416,9 @@ def test_elda_estimator_attributes_and_params(tiny_corpus):
     model = ELDA(kappa=1.5, generator="exp_umass", top_words=2)
     params = model.get_params()
     assert {k: params[k] for k in ("kappa", "generator", "top_words")} == {"kappa": 1.5, "generator": "exp_umass", "top_words": 2}
-    assert params["algorithm"] == "greedy" and params["epsilon"] == 0.1 and params["seed"] == 0
+    # no executor: exact greedy in this process (was ``algorithm="greedy"``)
+    assert params["executor"] is None and params["epsilon"] == 0.1 and params["seed"] == 0
+    assert set(params) == {"kappa", "generator", "top_words", "executor", "epsilon", "seed"}
     assert model.set_params(kappa=2) is model and model.kappa == 2
     with pytest.raises(ValueError, match="no parameter 'alpha'"):
         model.set_params(alpha=1)
@@ -467,9 +471,9 @@ def test_result_does_not_depend_on_the_number_of_threads():
 def test_first_round_dense_and_sparse_paths_agree_with_naive(seed, dense_advantage, monkeypatch):
     """FastInitialize's first round sends costly words through a BLAS product and the rest through
     column scans; whichever way each word goes, the links match the naive greedy."""
-    from topicbench.core import elda
+    from topicbench.core import greedy
 
-    monkeypatch.setattr(elda, "DENSE_ADVANTAGE", dense_advantage)
+    monkeypatch.setattr(greedy, "DENSE_ADVANTAGE", dense_advantage)
     rng = np.random.default_rng([seed, 7])
     n_words = int(rng.integers(8, 41))
     words = [f"w{i:02d}" for i in range(n_words)]

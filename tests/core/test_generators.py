@@ -9,12 +9,12 @@ import pytest
 
 import naive
 from conftest import CANDIDATE_TOLERANCE, random_corpus
-from topicbench.core.corpus import corpus_from_token_lists
-from topicbench.core.elda import ELDA, fast_greedy
-from topicbench.core.generators import keyword_candidates, topic_matrix_candidates
+from topicbench.core.elda import ELDA
+from topicbench.core.generators import GENERATORS, keyword_candidates, topic_matrix_candidates
+from topicbench.core.greedy import fast_greedy
+from topicbench.core.preprocess import corpus_from_token_lists
 from topicbench.core.validation import InputError
 
-GENERATORS = ("raw_umass", "exp_umass", "cooccurrence")
 E = 1e-5
 
 
@@ -278,3 +278,9 @@ def test_probabilities_are_distributions_for_every_generator(tiny_corpus):
     counts = keyword_candidates(tiny_corpus, "cooccurrence", collapse=False)
     # co-occurrence rows are normalised counts: the keyword's raw-UMass distribution, not a softmax
     np.testing.assert_allclose(counts.probabilities(), np.exp(raw.to_dense()), rtol=1e-12)
+
+
+def test_every_generator_has_a_naive_twin():
+    """The generator list lives in core alone; the tests cover each name through its naive twin."""
+    assert set(GENERATORS) == set(naive.GENERATORS)
+    assert len(set(GENERATORS)) == len(GENERATORS)

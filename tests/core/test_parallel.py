@@ -11,8 +11,9 @@ import pytest
 
 import naive
 from conftest import random_corpus
-from topicbench.core.elda import fast_greedy
+from topicbench.core.elda import ELDA
 from topicbench.core.generators import keyword_candidates, topic_matrix_candidates
+from topicbench.core.greedy import fast_greedy
 from topicbench.core.parallel import Borrowed, LocalShards, parallel_elda
 from topicbench.core.validation import InputError
 
@@ -126,7 +127,7 @@ def test_bad_parameters_are_clear_errors():
 @pytest.fixture(scope="module")
 def dask_shards():
     pytest.importorskip("distributed")
-    from topicbench.core.distributed import DaskShards
+    from topicbench.core.dask_shards import DaskShards
 
     executor = DaskShards(n_workers=2)
     yield executor
@@ -176,7 +177,7 @@ def test_a_worker_killed_mid_run_does_not_corrupt_the_result(dask_shards):
 @pytest.mark.slow
 def test_a_lost_shard_state_is_rebuilt_from_the_ledger(dask_shards):
     """A worker that keeps its address but loses its memory (the states vanish between rounds)."""
-    from topicbench.core import distributed
+    from topicbench.core import dask_shards as distributed
 
     corpus, candidates = instance(5, "raw_umass")
     reference = parallel_elda(corpus, candidates, 3, n_shards=2, seed=1)
@@ -213,7 +214,7 @@ def test_memory_mapped_and_scattered_candidates_give_the_same_result(dask_shards
 def test_mapped_candidates_round_trip_through_pickle(tmp_path):
     import pickle
 
-    from topicbench.core.distributed import MappedCandidates
+    from topicbench.core.dask_shards import MappedCandidates
 
     _, candidates = instance(7, "raw_umass")
     handle = pickle.loads(pickle.dumps(MappedCandidates(candidates, tmp_path / "map")))
@@ -228,7 +229,7 @@ def test_mapped_candidates_round_trip_through_pickle(tmp_path):
 
 
 def test_round_robin_shards_hold_every_document_once():
-    from topicbench.core.elda import DocumentArrays
+    from topicbench.core.solution import DocumentArrays
     from topicbench.core.parallel import split_shards
 
     corpus, _ = instance(8, "raw_umass")
@@ -247,7 +248,7 @@ def test_round_robin_shards_hold_every_document_once():
 def test_runs_on_an_existing_scheduler_by_address():
     from distributed import LocalCluster
 
-    from topicbench.core.distributed import DaskShards
+    from topicbench.core.dask_shards import DaskShards
 
     corpus, candidates = instance(3, "raw_umass")
     local = parallel_elda(corpus, candidates, 2, n_shards=2, seed=2)
@@ -260,7 +261,75 @@ def test_runs_on_an_existing_scheduler_by_address():
 
 def test_an_unreachable_scheduler_is_a_clear_error():
     pytest.importorskip("distributed")
-    from topicbench.core.distributed import DaskShards
+    from topicbench.core.dask_shards import DaskShards
 
     with pytest.raises(ConnectionError, match="cannot reach the Dask scheduler at tcp://127.0.0.1:9"):
         DaskShards("tcp://127.0.0.1:9", connect_timeout=2)
+
+
+class RecordingExecutor(LocalShards):
+    """LocalShards that counts its starts and closes."""
+
+    def __init__(self):
+        self.starts = self.closes = 0
+
+    def start(self, candidates, shards):
+        self.starts += 1
+        super().start(candidates, shards)
+
+    def close(self):
+        self.closes += 1
+        super().close()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_estimator_runs_the_parallel_algorithm_on_the_executor_it_is_given(seed):
+    corpus, candidates = instance(seed, "raw_umass")
+    direct = parallel_elda(corpus, candidates, 3, epsilon=0.2, seed=seed)
+    executor = RecordingExecutor()
+    model = ELDA(3, generator="raw_umass", executor=executor, epsilon=0.2, seed=seed)
+    for _ in range(2):  # the estimator borrows the executor: it stays usable for the next fit
+        model.fit(corpus)
+        np.testing.assert_array_equal(model.links_, direct.links)
+        assert model.log_posterior_ == direct.log_posterior
+        assert model.solution_.stats["algorithm"] == "parallel"
+    assert executor.starts == 2 and executor.closes == 0
+    owned = RecordingExecutor()
+    parallel_elda(corpus, candidates, 3, epsilon=0.2, seed=seed, executor=owned)
+    assert owned.starts == 1 and owned.closes == 1  # what parallel_elda is given, it closes
+    greedy = ELDA(3, generator="raw_umass").fit(corpus)
+    np.testing.assert_array_equal(greedy.links_, fast_greedy(corpus, candidates, 3).links)
+    assert greedy.solution_.stats["algorithm"] == "greedy"
+
+
+def test_the_estimator_checks_epsilon_only_for_the_parallel_algorithm():
+    corpus, _ = instance(1, "raw_umass")
+    ELDA(2, epsilon=5).fit(corpus)  # exact greedy has no epsilon
+    with pytest.raises(InputError, match="epsilon must lie in"):
+        ELDA(2, epsilon=5, executor=LocalShards()).fit(corpus)
+
+
+def test_local_cluster_options_are_single_threaded_local_processes():
+    from topicbench.core.dask_cluster import local_cluster_options
+
+    options = local_cluster_options(3)
+    assert options["n_workers"] == 3 and options["threads_per_worker"] == 1
+    assert options["processes"] is True and options["host"] == "127.0.0.1"
+    assert options["dashboard_address"] is None
+    assert local_cluster_options()["n_workers"] == (os.cpu_count() or 1)
+
+
+@pytest.mark.slow
+def test_the_estimator_on_a_local_dask_cluster_from_the_factory():
+    pytest.importorskip("distributed")
+    from topicbench.core.dask_shards import dask_executor
+
+    corpus, candidates = instance(4, "raw_umass")
+    local = parallel_elda(corpus, candidates, 2, epsilon=0.2, seed=1, n_shards=1)
+    with dask_executor(workers=1) as executor:
+        assert "local cluster" in repr(executor) and executor.n_workers == 1
+        model = ELDA(2, generator="raw_umass", executor=executor, epsilon=0.2, seed=1)
+        first = model.fit(corpus).links_
+        second = model.fit(corpus).links_  # the cluster outlives a fit
+    np.testing.assert_array_equal(first, local.links)
+    np.testing.assert_array_equal(second, local.links)

@@ -7,8 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from topicbench.core.elda import ELDA, fast_greedy
+from topicbench.core.elda import ELDA
 from topicbench.core.generators import keyword_candidates, topic_matrix_candidates
+from topicbench.core.greedy import fast_greedy
 from topicbench.core.validation import InputError, check_budget, check_kappa
 
 
@@ -92,3 +93,33 @@ def test_prefix_checks_kappa(tiny_corpus):
         solution.prefix(2.5)
     with pytest.raises(InputError, match="kappa must be >= 1"):
         solution.prefix(0.5)
+
+
+def test_candidates_over_another_vocabulary_are_refused_by_every_optimiser(tiny_corpus):
+    from topicbench.core.inference import infer_topics
+    from topicbench.core.parallel import parallel_elda
+    from topicbench.core.validation import check_candidates_match_corpus
+
+    other = topic_matrix_candidates(np.zeros((2, 4)))
+    message = "cover 4 words but the corpus vocabulary has 3"
+    with pytest.raises(InputError, match=f"the candidates {message}: build candidates over the corpus vocabulary"):
+        fast_greedy(tiny_corpus, other, 1)
+    with pytest.raises(InputError, match=f"the candidates {message}"):
+        parallel_elda(tiny_corpus, other, 1)
+    with pytest.raises(InputError, match=f"the frozen topics {message}: held-out documents must use the training"):
+        infer_topics(tiny_corpus, other, topics_per_document=1)
+    with pytest.raises(InputError, match="the candidates cover 4 words"):
+        ELDA(1).fit(tiny_corpus, other)
+    check_candidates_match_corpus(keyword_candidates(tiny_corpus, "raw_umass"), tiny_corpus)  # passes
+
+
+def test_every_elda_entry_point_shares_the_defaults_in_config():
+    import inspect
+
+    from topicbench.core.config import DEFAULT_EPSILON, DEFAULT_GENERATOR, GENERATORS
+    from topicbench.core.parallel import parallel_elda
+
+    model = ELDA()
+    assert model.generator == DEFAULT_GENERATOR in GENERATORS
+    assert model.epsilon == DEFAULT_EPSILON
+    assert inspect.signature(parallel_elda).parameters["epsilon"].default == DEFAULT_EPSILON

@@ -25,7 +25,7 @@ class AlwaysFails(TopicModel):
     name = "always_fails"
     defaults = {}
 
-    def _fit(self, corpus, num_topics, seed):
+    def _fit(self, corpus):
         raise RuntimeError("injected failure for the test")
 
 
@@ -74,6 +74,12 @@ def test_flow_end_to_end_with_resume(tiny_octis, tmp_path):
     assert params["corpus_fingerprint"] and params["seed"] == "0" and params["settings.kappa"] == "2.0"
     assert params["preprocessing.preprocessed"] == "True"
     assert "version.numpy" in params and "git_commit" in params
+    # what was asked (the model's get_params()) and what its fit resolved, as named fields
+    assert params["num_topics"] == "None" and params["settings.algorithm"] == "exact"
+    assert int(params["resolved.budget_"]) == int(2.0 * int(params["corpus_documents"]))
+    gensim = by_model[("gensim_lda", "1")].data.params
+    assert gensim["num_topics"] == "4" and gensim["seed"] == "1" and gensim["resolved.num_topics_"] == "4"
+    assert json.loads(gensim["resolved.alpha_"]) == [0.1] * 4 and float(gensim["resolved.eta_"]) == pytest.approx(0.01)
     # metrics: coherence per measure and N (stored as name_topN), fit time, memory
     metrics = elda.data.metrics
     for key in ("umass_top5", "umass_top10", "npmi_top10", "topic_diversity_top10", "fit_seconds", "peak_memory_mb",
@@ -191,10 +197,10 @@ def test_document_embeddings_are_computed_once_per_corpus_before_the_fits(tiny_o
         defaults = {**GensimLDA.defaults, "embedding_model": None}
         uses_document_embeddings = True
 
-        def _fit(self, corpus, num_topics, seed):
-            events.append(("fit", seed))
+        def _fit(self, corpus):
+            events.append(("fit", self.random_state))
             self.settings = {k: v for k, v in self.settings.items() if k != "embedding_model"}
-            return super()._fit(corpus, num_topics, seed)
+            return super()._fit(corpus)
 
     monkeypatch.setattr(embeddings, "document_embeddings", recording_embeddings)
     MODELS.register("embedding_reader", EmbeddingReader)

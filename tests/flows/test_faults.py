@@ -276,7 +276,7 @@ def test_a_result_that_cannot_be_written_after_the_fit_is_kept(tmp_path, capsys,
     result goes to a temporary file that the last line names."""
     import json
 
-    from topicbench.core.elda import Solution
+    from topicbench.core.solution import Solution
 
     corpora = _write_corpora(tmp_path)
     original = Solution.to_json

@@ -7,8 +7,9 @@ import pytest
 
 from topicbench.core.validation import InputError
 from topicbench.flows.paper import (
-    PAPER_SET1, PAPER_SET2_UMASS5_RATIO, paper_config, set1_against_paper, set2_against_paper,
+    PAPER_REPORT_SECTIONS, PAPER_SET1, PAPER_SET2_UMASS5_RATIO, paper_config, set1_against_paper, set2_against_paper,
 )
+from topicbench.tasks.report_render import format_table
 
 
 def _runs(rows):
@@ -50,9 +51,9 @@ def test_set1_table_puts_our_means_beside_the_papers():
         for seed, (own, elda) in enumerate([(-2.2e6, -1.9e6), (-2.4e6, -2.1e6)])
     ] + [{"corpus": "congress", "model": "gibbs", "seed": 9, "log_likelihood_own": 0.0, "log_likelihood_elda": 0.0}])
     frame.loc[frame.seed == 9, "status"] = "FAILED"  # a failed run is left out
-    table = set1_against_paper(frame)
-    row = table.iloc[0]
-    assert row["seeds"] == 2 and row["LDA ours"] == "-2.300" and row["E-LDA ours"] == "-2.000"
+    table = set1_against_paper(frame)  # numbers, formatted when rendered
+    row = format_table(table).iloc[0]
+    assert table.cells.iloc[0]["seeds"] == 2 and row["LDA ours"] == "-2.300" and row["E-LDA ours"] == "-2.000"
     assert row["E-LDA gain ours"] == "+0.300"
     paper = PAPER_SET1[("congress", "gibbs")]
     assert row["E-LDA gain paper"] == f"{paper[1] - paper[0]:+.2f}"
@@ -67,7 +68,7 @@ def test_set2_table_gives_the_umass5_ratio_of_each_baseline_to_elda():
         {"corpus": "reuters", "model": "elda_raw_umass", "umass@5": -1.0},
         {"corpus": "reuters", "model": "gibbs_bayes", "umass@5": -2.0},
     ])
-    table = set2_against_paper(frame).set_index("baseline")
+    table = format_table(set2_against_paper(frame)).set_index("baseline")
     assert table.loc["gibbs", "reuters"] == "3.00×"  # -1.8 / mean(-0.5, -0.7)
     assert table.loc["gibbs", "paper"] == "2.53–4.20×"
     assert table.loc["ctm", "reuters"] == "10.00×" and table.loc["ctm", "paper"] == "not in the paper"
@@ -75,3 +76,49 @@ def test_set2_table_gives_the_umass5_ratio_of_each_baseline_to_elda():
     # E-LDA's own variants and Set 1's other LDA settings are not baselines of Set 2
     assert set(table.index) == set(PAPER_SET2_UMASS5_RATIO) | {"ctm"}
     assert set2_against_paper(frame.drop(columns="umass@5")).empty
+
+
+def test_paper_config_lists_the_papers_report_sections_and_they_resolve(tmp_path):
+    from topicbench.flows.report import REPORT_SECTIONS
+
+    (tmp_path / "congress").mkdir()
+    config = paper_config(tmp_path, corpora=("congress",), tracking_uri="sqlite:///x.db")
+    assert config.report_sections == PAPER_REPORT_SECTIONS
+    assert {"paper_notes", "paper_set1", "paper_set2"} <= set(config.report_sections)
+    assert all(callable(REPORT_SECTIONS.get(name)) for name in config.report_sections)
+    # the settings flags stay at the top
+    assert config.report_sections[0] == "changed_settings"
+
+
+def test_paper_sections_are_built_from_the_runs():
+    from topicbench.flows.report import REPORT_SECTIONS
+    from topicbench.tasks.report_sections import ReportData
+
+    frame = _runs([
+        {"corpus": "congress", "model": "gibbs", "seed": seed, "log_likelihood_own": -2.2e6 - seed, "log_likelihood_elda": -1.9e6,
+         "umass@5": -1.8}
+        for seed in (0, 1)
+    ] + [{"corpus": "congress", "model": "elda_cooccurrence", "seed": 0, "umass@5": -0.6}])
+    data = ReportData(runs=frame, experiment="paper", command="x")
+    set1 = REPORT_SECTIONS.get("paper_set1")(data)
+    set2 = REPORT_SECTIONS.get("paper_set2")(data)
+    assert set1.title == "Set 1 against the paper's figures" and not set1.blocks[-1].empty
+    assert format_table(set2.blocks[-1]).set_index("baseline").loc["gibbs", "congress"] == "3.00×"
+    assert REPORT_SECTIONS.get("paper_set1")(data.__class__(runs=frame.drop(columns="log_likelihood_own"),
+                                                              experiment="paper", command="x")) is None
+
+
+def test_paper_writes_its_report_through_the_report_flow(tmp_path, monkeypatch):
+    import topicbench.flows.paper as paper
+    import topicbench.flows.report as report_flow
+
+    (tmp_path / "congress").mkdir()
+    calls = {}
+    monkeypatch.setattr(paper, "run_benchmark", lambda config: calls.setdefault("benchmark", config) and "state")
+    monkeypatch.setattr(report_flow, "report", lambda *args, **kwargs: calls.setdefault("report", (args, kwargs)))
+    state = paper.run_paper(data=tmp_path, corpora=("congress",), tracking_uri="sqlite:///x.db", out=tmp_path / "out",
+                            baselines=("prodlda",), seeds=(0, 1))
+    args, kwargs = calls["report"]
+    assert state == "state" and args == ("paper", "sqlite:///x.db", str(tmp_path / "out"))
+    assert kwargs["sections"] == PAPER_REPORT_SECTIONS == calls["benchmark"].report_sections
+    assert kwargs["command"].startswith("topicbench paper --seeds 0 1 ")

@@ -53,6 +53,22 @@ def test_report_has_every_section(tracked, tmp_path):
     assert written["finished"] == 8 and written["failed"] == 0
     assert "gibbs_sparse" in text and "paired p" in text
     assert (tmp_path / "out" / "coherence_toy.png").stat().st_size > 1000
+    # models as rows, corpora as columns, the best per corpus bold
+    coherence = text[text.index("**UMass@10**"):text.index("**NPMI@10**")]
+    assert "| model | toy |" in coherence and coherence.count("**") >= 4
+
+
+def test_report_reads_the_benchmarks_config_and_shows_the_sections_asked_for(tracked, tmp_path):
+    from topicbench.tasks.report import collect_config
+
+    config = collect_config(tracked, "report-test")
+    assert [m.get("label") or m["model"] for m in config["models"]] == ["elda", "gensim_lda", "gibbs_lda", "gibbs_sparse"]
+    report("report-test", tracked, str(tmp_path / "out"), sections=["robustness", "fit_time"])
+    text = (tmp_path / "out" / "report.md").read_text()
+    headings = [line for line in text.splitlines() if line.startswith("## ")]
+    assert headings == ["## Robustness: does the UMass ranking hold under other metrics?", "## Fit time and memory"]
+    assert "Status:" not in text  # every run the config asks for has finished
+    assert sorted(p.name for p in (tmp_path / "out").glob("*.png")) == ["fit_time.png"]
 
 
 def test_report_shows_convergence_and_flags_settings_that_differ_from_the_defaults(tracked, tmp_path):

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from topicbench.core.corpus import Corpus, corpus_from_token_lists
+from topicbench.core.corpus import Corpus
+from topicbench.core.preprocess import corpus_from_token_lists
 
 
 def _suite_conftest():
@@ -87,3 +88,18 @@ def random_topics(corpus: Corpus, rng: np.random.Generator, n_topics: int, n: in
     by_frequency = by_frequency[frequencies[by_frequency] > 0]
     pool_ids = by_frequency[: pool or len(by_frequency)]
     return [[corpus.vocabulary[i] for i in rng.choice(pool_ids, n, replace=False)] for _ in range(n_topics)]
+
+
+def spy_on_counting(monkeypatch) -> list:
+    """The windows counted from now on, one entry per ``CooccurrenceCounts.build`` call."""
+    from topicbench.core.metrics.counts import CooccurrenceCounts
+
+    builds = []
+    original = CooccurrenceCounts.build.__func__
+
+    def counting_build(cls, reference, window, word_ids, **kwargs):
+        builds.append(window)
+        return original(cls, reference, window, word_ids, **kwargs)
+
+    monkeypatch.setattr(CooccurrenceCounts, "build", classmethod(counting_build))
+    return builds

@@ -8,7 +8,16 @@ import math
 import numpy as np
 import pytest
 
-from metrics_helpers import GENSIM_TOLERANCE, gensim_per_topic, keyword_topics, random_corpus, random_topics, require_shared_data, tiny_reference
+from metrics_helpers import (
+    GENSIM_TOLERANCE,
+    gensim_per_topic,
+    keyword_topics,
+    random_corpus,
+    random_topics,
+    require_shared_data,
+    spy_on_counting,
+    tiny_reference,
+)
 from topicbench.core.config import COHERENCE_TOP_N, UMASS_EPSILON
 from topicbench.core.io import load_corpus
 from topicbench.core.metrics.coherence import MEASURES, coherence, count_reference, score
@@ -183,14 +192,7 @@ def test_a_vocabulary_word_absent_from_the_reference_is_out_of_vocabulary():
 
 def test_counts_are_made_once_per_window_and_reused(lee, monkeypatch):
     topics = keyword_topics(lee, ["fires", "police", "government"], 25)
-    builds = []
-    original = CooccurrenceCounts.build.__func__
-
-    def counting_build(cls, reference, window, word_ids, **kwargs):
-        builds.append(window)
-        return original(cls, reference, window, word_ids, **kwargs)
-
-    monkeypatch.setattr(CooccurrenceCounts, "build", classmethod(counting_build))
+    builds = spy_on_counting(monkeypatch)
     cache = {}
     coherence(topics, lee, tuple(MEASURES), COHERENCE_TOP_N, counts=cache)
     assert sorted(builds, key=str) == sorted([None, 10, 110], key=str)  # npmi and uci share window 10

@@ -13,17 +13,19 @@ from topicbench.core.config import COHERENCE_TOP_N
 from topicbench.core.elda import ELDA
 from topicbench.core.io import load_corpus
 from topicbench.core.metrics.coherence import coherence, count_reference
+from topicbench.core.metrics.context import MetricContext, MetricInputs, MetricRun
+from topicbench.core.metrics.needs import MetricNotApplicable
 from topicbench.core.metrics.registry import (
     METRICS,
-    MetricContext,
     MetricSpec,
     best_index,
     metric_for_key,
-    score_output,
 )
+from topicbench.core.metrics.scoring import score
 from topicbench.core.validation import InputError
 
-METRIC_MODULES = ("coherence", "counts", "embedding", "diversity", "posterior", "heldout", "labels", "stats", "registry")
+METRIC_MODULES = ("coherence", "counts", "embedding", "diversity", "posterior", "heldout", "labels", "stats", "registry",
+                  "context", "needs", "scoring")
 
 
 @pytest.fixture(scope="module")
@@ -33,15 +35,14 @@ def lee_run():
     rng = np.random.default_rng(0)
     labels = tuple(rng.choice(["sport", "politics", "world"], corpus.n_documents))
     heldout = corpus.subset(range(40))
-    context = MetricContext(
+    context = MetricContext(MetricInputs(
         corpus=corpus,
         word_vectors=rng.normal(size=(corpus.n_words, 16)),  # stand-ins: the registry, not the model
         vector_vocabulary=corpus.vocabulary,
-        rng=rng,
         labels=labels,
         heldout_corpus=heldout,
-    )
-    return corpus, output, context
+    ))
+    return corpus, output, MetricRun(context, rng=rng)
 
 
 def expected_keys(name, context):
@@ -49,7 +50,7 @@ def expected_keys(name, context):
     if spec.outputs:
         return set(spec.outputs)
     if name == "inverted_rbo":
-        return {f"inverted_rbo@{context.rbo_top_n}"}
+        return {f"inverted_rbo@{context.settings.rbo_top_n}"}
     if name in ("umass", "uci", "npmi", "cv", "embedding_pairwise", "embedding_centroid", "topic_diversity"):
         return {f"{name}@{n}" for n in context.top_n}
     return {name}
@@ -64,7 +65,9 @@ def test_every_metric_runs_on_an_elda_output(lee_run):
         assert all(isinstance(v, float) and np.isfinite(v) for v in scores.values()), (name, scores)
         for key in scores:
             assert metric_for_key(key) is METRICS.get(name)
-    everything = score_output(output, METRICS.names(), context)
+    everything, skipped = score(output, context.context, METRICS.names(), seed=0,
+                                heldout_theta=context.heldout_doc_topic)
+    assert not skipped
     assert len(everything) == sum(len(expected_keys(name, context)) for name in METRICS)
     # coherence through the registry is the coherence function's value
     direct = coherence(output.topics, corpus, ["npmi"], COHERENCE_TOP_N)["npmi"].as_dict()
@@ -75,28 +78,29 @@ def test_every_metric_runs_on_an_elda_output(lee_run):
 def test_the_counts_cache_is_shared_across_outputs(lee_run):
     corpus, output, context = lee_run
     counts = count_reference(corpus, [output.topics], ("npmi", "cv"))
-    shared = dataclasses.replace(context, counts=counts)
+    shared = MetricContext(context.inputs, counts=counts)
     before = dict(counts)
-    METRICS.get("npmi")(output, shared)
-    METRICS.get("cv")(output, dataclasses.replace(shared, rng=np.random.default_rng(1)))
+    METRICS.get("npmi")(output, MetricRun(shared, rng=np.random.default_rng(0)))
+    METRICS.get("cv")(output, MetricRun(shared, rng=np.random.default_rng(1)))
     assert all(counts[key] is before[key] for key in before)  # reused, not rebuilt
 
 
 def test_needs_are_checked_with_clear_messages(lee_run):
     corpus, output, context = lee_run
     bare = MetricContext()
-    with pytest.raises(InputError, match="metric 'npmi' needs a reference corpus"):
+    with pytest.raises(MetricNotApplicable, match="metric 'npmi' needs a reference corpus"):
         METRICS.get("npmi")(output, bare)
-    with pytest.raises(InputError, match="metric 'embedding_centroid' needs word vectors"):
+    with pytest.raises(MetricNotApplicable, match="metric 'embedding_centroid' needs word vectors"):
         METRICS.get("embedding_centroid")(output, bare)
-    with pytest.raises(InputError, match="needs a random generator"):
-        METRICS.get("log_likelihood_randk")(output, MetricContext(corpus=corpus))
-    with pytest.raises(InputError, match="token assignments, which the 'x' output does not have"):
+    with pytest.raises(MetricNotApplicable, match="needs a random generator"):
+        METRICS.get("log_likelihood_randk")(output, MetricContext(MetricInputs(corpus=corpus)))
+    with pytest.raises(MetricNotApplicable, match="token assignments, which the 'x' output does not have"):
         METRICS.get("log_likelihood_own")(dataclasses.replace(output, model="x", token_topics=None), context)
-    with pytest.raises(InputError, match="needs held-out documents"):
+    with pytest.raises(MetricNotApplicable, match="needs held-out documents"):
         METRICS.get("perplexity")(output, context)
-    with pytest.raises(InputError, match="document labels"):
-        METRICS.get("clustering")(output, MetricContext(corpus=corpus))
+    with pytest.raises(MetricNotApplicable, match="document labels"):
+        METRICS.get("clustering")(output, MetricContext(MetricInputs(corpus=corpus)))
+    assert not issubclass(MetricNotApplicable, InputError)  # "does not apply" is not bad input
     with pytest.raises(InputError, match=r"Unknown metric 'coherence'\. Available: classification, clustering, cv"):
         METRICS.get("coherence")
     with pytest.raises(ValueError, match="needs unknown context fields"):

@@ -1,4 +1,4 @@
-"""Dask execution of parallel E-LDA's shard rounds.
+"""Dask execution of parallel E-LDA's shard rounds: the :class:`DaskShards` executor.
 
 The candidate matrix reaches every worker once per run: on a cluster this process starts (all
 workers on this machine) it is written once to files that every worker memory-maps, so the workers
@@ -7,23 +7,26 @@ share one copy in RAM and nothing is sent; on any other cluster it is scattered 
 worker-local object between rounds (the driver's ledger of links rebuilds it if that worker is
 lost). Only round summaries (the links accepted) come back to the driver. A user who
 outgrows one machine passes a scheduler address instead of starting a ``LocalCluster``; nothing
-else changes.
+else changes (:func:`dask_executor`).
+
+This module sits beside :mod:`.parallel` and imports only downward (the algorithm never imports
+Dask); ``distributed`` itself is imported where a cluster is used, for its import cost.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import shutil
 import tempfile
 import uuid
 from pathlib import Path
 
-import numba
 import numpy as np
 
+from .dask_cluster import CLIENT_CONNECT_TIMEOUT, connect_scheduler, start_local_cluster
 from .generators import Candidates
 from .parallel import ShardStateLost
+from .threads import thread_limit, worker_nthreads
 
 logger = logging.getLogger(__name__)
 
@@ -96,12 +99,11 @@ _SHARD_STATES: dict = {}
 def _call_on_worker(function, candidates, shard, key, *args):
     """Run a shard function on its stored state; store the new state, return the summary.
 
-    numba and BLAS threads are set to the worker's thread count. A state that is missing although
+    numba and BLAS threads are held to the worker's thread count. A state that is missing although
     the shard has run before (its worker was lost and the task moved) raises ``ShardStateLost``,
     which the driver answers by rebuilding every shard from its ledger.
     """
-    from distributed import get_worker
-    from threadpoolctl import threadpool_limits
+    from distributed import get_worker  # runs on a worker: distributed is imported there already
 
     token, index, fresh = key
     worker = get_worker()
@@ -109,9 +111,7 @@ def _call_on_worker(function, candidates, shard, key, *args):
         raise ShardStateLost(f"the state of shard {index} is not on worker {worker.address}")
     if isinstance(candidates, MappedCandidates):
         candidates = candidates.load()
-    threads = getattr(getattr(worker, "state", worker), "nthreads", 1) or 1
-    numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
-    with threadpool_limits(limits=threads):
+    with thread_limit(worker_nthreads(worker)):
         state, summary = function(candidates, shard, _SHARD_STATES.get((token, index)), *args)
     _SHARD_STATES[token, index] = state
     return summary
@@ -143,38 +143,28 @@ class DaskShards:
 
     def __init__(
         self, scheduler: str | None = None, *, n_workers: int | None = None, client=None,
-        connect_timeout: float = 20.0, memory_map: bool | None = None,
+        connect_timeout: float = CLIENT_CONNECT_TIMEOUT, memory_map: bool | None = None,
     ):
-        from distributed import Client, LocalCluster
-
         self._own_client = client is None
         self._cluster = None
+        self._scheduler = scheduler
         if client is None:
             if scheduler:
-                try:
-                    client = Client(scheduler, timeout=f"{connect_timeout}s")
-                except (OSError, TimeoutError) as error:
-                    raise ConnectionError(f"cannot reach the Dask scheduler at {scheduler}: {error}") from error
-                except Exception as error:  # something answered, but not Dask's protocol (garbage sizes, ...)
-                    raise ConnectionError(
-                        f"{scheduler} answered, but not as a Dask scheduler ({type(error).__name__}: "
-                        f"{str(error)[:200]}); give the address `dask scheduler` prints"
-                    ) from error
+                client = connect_scheduler(scheduler, timeout=connect_timeout)
             else:
-                self._cluster = LocalCluster(
-                    n_workers=n_workers or os.cpu_count() or 1,
-                    threads_per_worker=1,
-                    processes=True,
-                    host="127.0.0.1",
-                    dashboard_address=None,
-                    local_directory=tempfile.gettempdir(),  # keep dask-scratch-space out of the repo
-                )
+                from distributed import Client  # for its import cost (see the module docstring)
+
+                self._cluster = start_local_cluster(n_workers)
                 client = Client(self._cluster)
         self.client = client
         self.memory_map = self._cluster is not None if memory_map is None else bool(memory_map)
         self.n_workers = max(1, len(client.scheduler_info()["workers"]))
         self._token = None  # names this run's shard states on the workers
         self._mapped = None  # (candidates object, MappedCandidates) written by this executor
+
+    def __repr__(self) -> str:
+        where = repr(self._scheduler) if self._scheduler else "local cluster"
+        return f"DaskShards({where}, n_workers={self.n_workers})"
 
     def start(self, candidates, shards: list) -> None:
         """Send the candidates to every worker and each shard's documents to one worker."""
@@ -254,3 +244,26 @@ class DaskShards:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def dask_executor(
+    scheduler: str | None = None, *, workers: int | None = None, connect_timeout: float = CLIENT_CONNECT_TIMEOUT,
+) -> DaskShards:
+    """A Dask shard executor for :class:`topicbench.core.elda.ELDA` or :func:`.parallel_elda`.
+
+    Parameters
+    ----------
+    scheduler : str, optional
+        Address of a running Dask scheduler (``tcp://host:8786``). Without it a local cluster of
+        ``workers`` single-threaded processes starts (:func:`.dask_cluster.start_local_cluster`).
+    workers : int, optional
+        Workers of the local cluster (default: the number of cores); ignored with ``scheduler``.
+    connect_timeout : float
+        Seconds to wait for ``scheduler`` before failing with ``ConnectionError``.
+
+    Returns
+    -------
+    DaskShards
+        Close it when done (``close()`` or a ``with`` block): that stops the local cluster.
+    """
+    return DaskShards(scheduler, n_workers=workers, connect_timeout=connect_timeout)

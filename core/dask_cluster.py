@@ -1,0 +1,55 @@
+"""The one way topicbench starts a local Dask cluster or connects to a scheduler.
+
+Shared by parallel E-LDA's shard executor (:mod:`.dask_shards`) and the benchmark's Dask task
+runner (``flows/runtime.py``), so both start the same cluster: worker processes with one thread
+each on 127.0.0.1, no dashboard, scratch space in the temporary folder. Nothing here imports Dask
+at module import: only a caller that starts a cluster pays for it.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+#: Seconds a Dask client waits for the scheduler given by address before failing.
+CLIENT_CONNECT_TIMEOUT = 20.0
+
+
+def local_cluster_options(n_workers: int | None = None) -> dict:
+    """Keyword arguments of ``distributed.LocalCluster`` for a local cluster of ``n_workers``
+    single-threaded worker processes (default: one per core)."""
+    return {
+        "n_workers": n_workers or os.cpu_count() or 1,
+        "threads_per_worker": 1,
+        "processes": True,
+        "host": "127.0.0.1",
+        "dashboard_address": None,
+        "local_directory": tempfile.gettempdir(),  # keep dask-scratch-space out of the repo
+    }
+
+
+def start_local_cluster(n_workers: int | None = None):
+    """A running ``distributed.LocalCluster`` with :func:`local_cluster_options`; close it when done."""
+    # imported here for its import cost: dask is only needed when running on a cluster
+    from distributed import LocalCluster
+
+    return LocalCluster(**local_cluster_options(n_workers))
+
+
+def connect_scheduler(address: str, *, timeout: float = CLIENT_CONNECT_TIMEOUT):
+    """A ``distributed.Client`` of the scheduler at ``address``.
+
+    Raises ``ConnectionError`` when nothing answers within ``timeout`` seconds, or when what
+    answers is not a Dask scheduler.
+    """
+    from distributed import Client  # for its import cost, as above
+
+    try:
+        return Client(address, timeout=f"{timeout}s")
+    except (OSError, TimeoutError) as error:
+        raise ConnectionError(f"cannot reach the Dask scheduler at {address}: {error}") from error
+    except Exception as error:  # something answered, but not Dask's protocol (garbage sizes, ...)
+        raise ConnectionError(
+            f"{address} answered, but not as a Dask scheduler ({type(error).__name__}: "
+            f"{str(error)[:200]}); give the address `dask scheduler` prints"
+        ) from error

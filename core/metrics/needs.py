@@ -1,0 +1,169 @@
+"""Whether a metric applies to an output: each name a metric may list in its ``needs``, checked here
+and nowhere else.
+
+A metric that does not apply (a model without token assignments, a corpus without labels or a
+held-out split, topics shorter than every N of the grid, topic words the reference corpus never
+uses) is not an error: :func:`unmet_need` returns a :class:`MetricNotApplicable` with the reason, the
+scoring records that reason and goes on. :class:`~topicbench.core.validation.InputError` is kept for
+bad input (a malformed matrix, an unknown setting), which still raises.
+
+==================  ==========================================================================
+``token_topics``    the output's per-token topics (``output.token_topics``)
+``labels``          document labels (``MetricInputs.labels``, or else ``corpus.labels``)
+``heldout``         ``MetricInputs.heldout_corpus`` and the model's θ for it (``MetricRun.heldout_doc_topic``)
+``top_words``       a non-empty N grid, every topic at least its largest N words long
+``rbo_words``       every topic at least ``MetricSettings.rbo_top_n`` words long
+``two_topics``      two or more topics
+``corpus``          the corpus the model was fitted on (token order of ``token_topics``)
+``reference``       a reference corpus (``reference``, or else ``corpus``) that uses every scored topic word
+``word_vectors``    word vectors (given, or built by the context) for every scored topic word
+``rng``             ``MetricRun.rng``, a ``numpy.random.Generator``
+==================  ==========================================================================
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._topics import too_short, topic_word_problem
+from .context import MetricRun
+
+
+class MetricNotApplicable(Exception):
+    """A metric does not apply to this output or context; not an error of the input.
+
+    Attributes
+    ----------
+    metric : str
+    reason : str
+        Why, as the scoring records it (``"gibbs_lda assigns no topics to tokens"``).
+    """
+
+    def __init__(self, metric: str, reason: str, needs: str):
+        self.metric = metric
+        self.reason = reason
+        super().__init__(f"metric {metric!r} needs {needs}")
+
+
+@dataclass(frozen=True)
+class Missing:
+    """An unmet need: the reason recorded, and what is needed (with how to give it)."""
+
+    reason: str
+    needs: str
+
+
+def _token_topics(output, run: MetricRun):
+    met = output.token_topics is not None
+    return None if met else Missing(f"{output.model} assigns no topics to tokens",
+                                    f"token assignments, which the {output.model!r} output does not have")
+
+
+def _labels(output, run: MetricRun):
+    met = run.inputs.document_labels is not None
+    return None if met else Missing("the corpus has no labels",
+                                    "document labels: the corpus has none (set MetricInputs(labels=...))")
+
+
+def _heldout(output, run: MetricRun):
+    needs = "held-out documents and the model's theta for them: set heldout_corpus and heldout_doc_topic"
+    if run.inputs.heldout_corpus is None:
+        return Missing("no held-out split", needs)
+    if run.heldout_doc_topic is None:
+        return Missing(f"{output.model} cannot infer held-out documents", needs)
+    return None
+
+
+def _top_words(output, run: MetricRun):
+    shortest = min(len(words) for words in output.topics)
+    met = bool(run.top_n) and shortest >= max(run.top_n)
+    return None if met else Missing(f"{output.model}'s shortest topic has {shortest} words",
+                                    "topics at least as long as the largest N of the top-N grid")
+
+
+def _rbo_words(output, run: MetricRun):
+    depth = run.settings.rbo_top_n
+    short = [k for k, words in enumerate(output.topics) if len(words) < depth]
+    return Missing(too_short(short[0], len(output.topics[short[0]]), depth),
+                   f"topics of at least {depth} words") if short else None
+
+
+def _two_topics(output, run: MetricRun):
+    met = len(output.topics) >= 2
+    return None if met else Missing(f"{output.model} has a single topic", "two or more topics")
+
+
+def _corpus(output, run: MetricRun):
+    met = run.inputs.corpus is not None
+    return None if met else Missing("no corpus the model was fitted on",
+                                    "the corpus the model was fitted on: set MetricInputs(corpus=...)")
+
+
+def _rng(output, run: MetricRun):
+    met = isinstance(run.rng, np.random.Generator)
+    return None if met else Missing(
+        "no random generator", "a random generator: score with a seed (or MetricRun(rng=np.random.default_rng(seed)))"
+    )
+
+
+def _reference(output, run: MetricRun):
+    reference = run.inputs.reference_corpus
+    if reference is None:
+        return Missing("no reference corpus", "a reference corpus: set MetricInputs(reference=...) or corpus=...")
+    problem = topic_word_problem(
+        output.topics, reference.word_index, run.context.reference_known(), max(run.top_n, default=1),
+        oov=run.settings.oov, reference=f"the reference corpus {reference.name!r}",
+    )
+    return None if problem is None else Missing(problem, f"topic words the reference corpus uses: {problem}")
+
+
+def _word_vectors(output, run: MetricRun):
+    if not run.context.has_word_vectors:
+        return Missing("no word vectors", "word vectors: set MetricInputs(word_vectors=..., vector_vocabulary=...)")
+    vectors, vocabulary = run.context.word_vectors()
+    if len(vocabulary) != len(vectors):
+        return None  # bad input: the metric raises it
+    problem = topic_word_problem(
+        output.topics, run.context.vector_index(), run.context.usable_vectors(), max(run.top_n, default=1),
+        oov=run.settings.oov, reference="the word vectors",
+    )
+    return None if problem is None else Missing(problem, f"word vectors of the topic words: {problem}")
+
+
+_CHECKS = {
+    "token_topics": _token_topics,
+    "labels": _labels,
+    "heldout": _heldout,
+    "top_words": _top_words,
+    "rbo_words": _rbo_words,
+    "two_topics": _two_topics,
+    "corpus": _corpus,
+    "reference": _reference,
+    "word_vectors": _word_vectors,
+    "rng": _rng,
+}
+
+#: Names a metric may list in ``needs``.
+NEEDS = tuple(_CHECKS)
+
+
+def unmet_need(metric: str, needs, output, run: MetricRun) -> MetricNotApplicable | None:
+    """The first of ``needs`` (in their order) that ``output`` and ``run`` do not meet, or None.
+
+    Parameters
+    ----------
+    metric : str
+        The metric's name, for the message.
+    needs : sequence of str
+        Names from :data:`NEEDS`; list ``top_words`` before ``reference`` and ``word_vectors``,
+        whose word checks read the largest N.
+    output : TopicModelOutput
+    run : MetricRun
+    """
+    for need in needs:
+        missing = _CHECKS[need](output, run)
+        if missing is not None:
+            return MetricNotApplicable(metric, missing.reason, missing.needs)
+    return None

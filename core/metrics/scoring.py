@@ -1,0 +1,95 @@
+"""Scoring one model output: every requested metric that applies, and why the others do not.
+
+:func:`score` is the one entry point the benchmark uses; it decides which metrics apply (from each
+metric's ``needs``, :mod:`topicbench.core.metrics.needs`), applies the top-N policy below and returns
+:class:`Scores`.
+
+Top-N policy
+------------
+Topic-level metrics are scored for each N of the settings' grid (``MetricSettings.top_n``). Some
+models return topics shorter than the grid's largest N (BERTopic keeps only the words its c-TF-IDF
+ranks). Such an output is scored at the N its shortest topic allows, the same N for every metric,
+and the left-out N are recorded among the skipped entries under the key ``"top_n N1,N2"`` with the
+reason ``"<model>'s shortest topic has S words"``. When no N fits, the topic-level metrics are
+skipped with that reason.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from ..output import TopicModelOutput
+from ..validation import InputError
+from .context import MetricContext, MetricRun
+from .registry import METRICS
+
+
+class Scores(NamedTuple):
+    """One output's scores; unpacks as ``values, skipped = score(...)``.
+
+    Attributes
+    ----------
+    values : dict of str -> float
+        Score key (``"umass@10"``, ``"perplexity"``) -> value.
+    skipped : dict of str -> str
+        Metric name, or ``"top_n N1,N2"`` for N left out by the top-N policy -> the reason.
+    """
+
+    values: dict
+    skipped: dict
+
+
+def scored_top_n(top_n, topics) -> tuple[tuple, tuple]:
+    """The top-N policy: (the N of ``top_n`` every topic is long enough for, the N left out)."""
+    shortest = min(len(words) for words in topics)
+    return tuple(n for n in top_n if n <= shortest), tuple(n for n in top_n if n > shortest)
+
+
+def score(output: TopicModelOutput, context: MetricContext, metrics, *, seed: int | None,
+          heldout_theta: np.ndarray | None = None) -> Scores:
+    """Score one output with the named metrics; those that do not apply are skipped with a reason.
+
+    Parameters
+    ----------
+    output : TopicModelOutput
+    context : MetricContext
+        The corpus's inputs and caches (co-occurrence counts are counted once per reference,
+        window and word set, and reused by every output scored with this context).
+    metrics : sequence of str
+        Names in :data:`~topicbench.core.metrics.registry.METRICS`, scored in this order.
+    seed : int or None
+        Seeds the run's random generator, the only randomness of the scores (RandK offsets, a
+        random label split): the same seed gives the same scores.
+    heldout_theta : ndarray (K, D_test), optional
+        The model's θ of ``context.inputs.heldout_corpus``, for the held-out metrics.
+
+    Returns
+    -------
+    Scores
+
+    Raises
+    ------
+    InputError
+        Bad input (an unknown metric name, a malformed matrix, two metrics returning one key).
+    """
+    skipped = {}
+    top_n, left_out = scored_top_n(context.inputs.settings.top_n, output.topics)
+    if left_out:
+        shortest = min(len(words) for words in output.topics)
+        skipped["top_n " + ",".join(map(str, left_out))] = f"{output.model}'s shortest topic has {shortest} words"
+    run = MetricRun(context, top_n=top_n, rng=np.random.default_rng(seed), heldout_doc_topic=heldout_theta)
+    values: dict = {}
+    for name in metrics:
+        spec = METRICS.get(name)
+        problem = spec.not_applicable(output, run)
+        if problem is not None:
+            skipped[name] = problem.reason
+            continue
+        result = spec.compute_scores(output, run)
+        clash = sorted(set(result) & set(values))
+        if clash:
+            raise InputError(f"metric {name!r} returns {clash[0]!r}, already returned by another metric")
+        values.update(result)
+    return Scores(values, skipped)

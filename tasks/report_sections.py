@@ -1,0 +1,269 @@
+"""The report's sections: a registry of section builders, each a pure function from the report's
+data to a :class:`Section` of paragraphs, tables (numbers) and plot requests.
+
+A config names the sections to show (``BenchmarkConfig.report_sections``; default
+:data:`DEFAULT_REPORT_SECTIONS`); a benchmark with sections of its own (the paper's) registers
+them in :data:`REPORT_SECTIONS` and lists them in its config. Nothing here writes a file: plots
+are drawn by :mod:`topicbench.tasks.report_plots`, text by :mod:`topicbench.tasks.report_render`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field, replace
+from functools import partial
+from typing import Callable
+
+import pandas as pd
+
+from topicbench.core.registry import Registry
+
+from . import report_plots as plots
+from .report_statistics import ranking_agreement, set1_table
+from .report_tables import (
+    FINISHED, ReportTable, changed_settings_table, elda_topics, metric_pivot, pair_order, run_status, training_table,
+)
+
+#: Section builders by name: ``builder(data: ReportData) -> Section | None`` (None: nothing to show).
+REPORT_SECTIONS = Registry("report section")
+
+#: The sections of an ordinary benchmark's report, in order.
+DEFAULT_REPORT_SECTIONS = (
+    "changed_settings", "notes", "set1", "coherence", "diversity", "training", "fit_time", "robustness",
+    "elda_topics", "failed_runs",
+)
+
+#: The N at which tables compare models (the coherence plots show every N).
+TABLE_N = 10
+COHERENCE_MEASURES = (("umass", "UMass"), ("npmi", "NPMI"), ("cv", "C_V"), ("embedding_pairwise", "embedding (pairwise)"))
+
+
+@dataclass(frozen=True)
+class Plot:
+    """A figure a section shows: ``draw(runs, styles)`` returns a matplotlib figure (or None when
+    there is nothing to draw), written to ``file_name`` by :func:`report_plots.write_plots`."""
+
+    file_name: str
+    alt: str
+    draw: Callable
+
+
+@dataclass(frozen=True)
+class Section:
+    """A heading and its blocks in reading order: paragraphs (str), :class:`ReportTable`, :class:`Plot`."""
+
+    title: str
+    blocks: tuple = ()
+
+
+@dataclass(frozen=True)
+class Report:
+    """A whole report before rendering: title, the lines at the top, and the sections."""
+
+    title: str
+    lead: tuple
+    sections: tuple
+
+    def plots(self) -> list[Plot]:
+        return [block for section in self.sections for block in section.blocks if isinstance(block, Plot)]
+
+
+@dataclass(frozen=True, eq=False)
+class ReportData:
+    """What every section is built from.
+
+    Attributes
+    ----------
+    runs : pandas.DataFrame
+        The run table of :func:`topicbench.tasks.report.collect_runs`.
+    experiment, command : str
+        The MLflow experiment, and the command that regenerates the report.
+    config : dict or None
+        The benchmark config of the experiment's latest parent run (its order of corpora and
+        models, its seeds), None where the store holds none.
+    notes : str
+        Free text shown under "Notes" (paragraphs separated by blank lines).
+    """
+
+    runs: pd.DataFrame
+    experiment: str
+    command: str
+    config: dict | None = None
+    notes: str = ""
+    generated: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.timezone.utc))
+
+    @property
+    def finished(self) -> pd.DataFrame:
+        return self.runs[self.runs.status == FINISHED]
+
+    @property
+    def corpora(self) -> list[str]:
+        return _in_config_order(self.runs.corpus, [c["name"] for c in (self.config or {}).get("corpora", [])])
+
+    @property
+    def models(self) -> list[str]:
+        names = [m.get("label") or m["model"] for m in (self.config or {}).get("models", [])]
+        return _in_config_order(self.runs.model, names)
+
+    @property
+    def seeds(self) -> list[int]:
+        return list((self.config or {}).get("seeds") or sorted(self.finished.seed.unique().tolist()))
+
+
+def _in_config_order(found: pd.Series, listed: list) -> list:
+    present = set(found.dropna())
+    return [name for name in listed if name in present] + sorted(present - set(listed))
+
+
+def build_report(data: ReportData, sections=DEFAULT_REPORT_SECTIONS) -> Report:
+    """The report of ``data`` with the named sections (each builder from :data:`REPORT_SECTIONS`)."""
+    built = (REPORT_SECTIONS.get(name)(data) for name in sections)
+    return Report(f"topicbench report — {data.experiment}", report_lead(data), tuple(s for s in built if s is not None))
+
+
+def report_lead(data: ReportData) -> tuple:
+    """The lines at the top: what the report rests on, when and how it was made, and what is not
+    finished yet (named, so that a partial report says so)."""
+    done = data.finished
+    config = data.config or {}
+    status = run_status(data.runs, [c["name"] for c in config.get("corpora", [])],
+                        [m.get("label") or m["model"] for m in config.get("models", [])], config.get("seeds"))
+    lines = [
+        f"{status.finished} finished runs ({done.corpus.nunique()} corpora, {done.model.nunique()} models, "
+        f"seeds {sorted(done.seed.unique().tolist())}); {status.failed} failed. Generated "
+        f"{data.generated:%Y-%m-%d %H:%M} UTC from MLflow by: {data.command}"
+    ]
+    if status.pending:
+        running = [pair for pair in status.pending if pair in status.running]
+        lines.append(
+            f"Status: {status.finished} of the config's {status.expected} fits are finished. Not finished yet "
+            f"(fewer than {len(config['seeds'])} seeds): {', '.join(status.pending)}"
+            + (f"; being fitted now: {'all of them' if len(running) == len(status.pending) else ', '.join(running)}"
+               if running else "")
+            + ". Rows for these are missing or rest on fewer seeds; rerunning the same command resumes the "
+            "benchmark and re-renders this report."
+        )
+    elif status.running:
+        lines.append(f"Being fitted now: {', '.join(status.running)}.")
+    return tuple(lines)
+
+
+def register_section(name: str):
+    """Decorator: add a section builder to :data:`REPORT_SECTIONS` under ``name``."""
+    return REPORT_SECTIONS.register(name)
+
+
+def table_section(title: str, text: str, table: ReportTable, *more) -> Section | None:
+    """A section of a paragraph, its table and ``more`` blocks; None (no section) when the
+    table is empty."""
+    return None if table.empty else Section(title, (text, table, *more))
+
+
+@register_section("changed_settings")
+def changed_settings_section(data: ReportData) -> Section | None:
+    return table_section(
+        "Runs whose settings differ from the model's defaults",
+        "Every other setting of every run is its model's default (the authors' defaults for the "
+        "baselines). These were set in the config:", changed_settings_table(data.runs),
+    )
+
+
+@register_section("notes")
+def notes_section(data: ReportData) -> Section | None:
+    paragraphs = tuple(line.strip() for line in data.notes.strip().split("\n\n") if line.strip())
+    return Section("Notes", paragraphs) if paragraphs else None
+
+
+@register_section("set1")
+def set1_section(data: ReportData) -> Section | None:
+    return table_section(
+        "Experiment Set 1: log posterior with the topics held fixed",
+        "Σ log φ_z[w] over all tokens (×10^6, higher is better) for the LDA's own token assignment, "
+        "E-LDA run on the LDA's topics with the budget matched to its mean distinct topics per "
+        "document, and RandK (labels shifted cyclically, mean of 30 draws); mean ± sd over seeds.", set1_table(data.runs),
+    )
+
+
+def pivots(data: ReportData, columns) -> list:
+    """For each (score key or column, title): its models x corpora table, titled."""
+    tables = (replace(metric_pivot(data.runs, key, models=data.models, corpora=data.corpora, expected=len(data.seeds)),
+                      title=title) for key, title in columns)
+    return [table for table in tables if not table.empty]
+
+
+@register_section("coherence")
+def coherence_section(data: ReportData) -> Section:
+    figures = tuple(Plot(f"coherence_{corpus}.png", f"coherence against N on {corpus}",
+                         partial(plots.coherence_figure, corpus=corpus, measures=COHERENCE_MEASURES))
+                    for corpus in data.corpora)
+    return Section("Coherence against N", (
+        "Mean over seeds (band: ± sd) of each measure over the top-N words of every topic a model uses.",
+        *figures,
+        f"The tables compare the models at N = {TABLE_N}: mean ± sd over seeds. A model whose topics have "
+        f"fewer than {TABLE_N} words shows its score at the largest N they allow, as (N=…).",
+        *pivots(data, [(f"{key}@{TABLE_N}", f"{title}@{TABLE_N}") for key, title in COHERENCE_MEASURES]),
+    ))
+
+
+@register_section("diversity")
+def diversity_section(data: ReportData) -> Section:
+    columns = [(f"topic_diversity@{n}", f"TD@{n}") for n in (10, 25)] + [(f"inverted_rbo@{TABLE_N}", "inverted RBO")]
+    return Section("Topic diversity", tuple(pivots(data, columns)))
+
+
+@register_section("training")
+def training_section(data: ReportData) -> Section | None:
+    figures = (Plot(f"training_{corpus}.png", f"training loss curves on {corpus}",
+                    partial(plots.training_figure, corpus=corpus)) for corpus in data.corpora)
+    return table_section(
+        "Training and convergence",
+        "Every iterative fit logs its loss per epoch (Gibbs: per 10 sweeps) as the MLflow metric "
+        "history training_loss. A run has converged when the loss changed by less than 1% "
+        "(relative to its final value) over the last 10% of its epochs.",
+        training_table(data.runs, corpora=data.corpora, models=data.models), *figures,
+    )
+
+
+@register_section("fit_time")
+def fit_time_section(data: ReportData) -> Section:
+    columns = [("fit_seconds", "fit seconds"), ("setup_seconds", "setup seconds"),
+               ("peak_memory_mb", "peak memory MB"), ("num_topics_used", "topics used")]
+    return Section("Fit time and memory", (
+        "Fit seconds are the training alone. One-time work before it (numba compiling E-LDA's kernels "
+        "once per worker process, or loading them from numba's cache; loading cached document "
+        "embeddings and the torch modules) is timed apart as setup seconds.",
+        Plot("fit_time.png", "fit time per model and corpus", partial(plots.fit_time_figure, corpora=data.corpora)),
+        *pivots(data, columns),
+    ))
+
+
+@register_section("robustness")
+def robustness_section(data: ReportData) -> Section:
+    return Section("Robustness: does the UMass ranking hold under other metrics?", (
+        "E-LDA's keyword topics are built from the same document co-occurrence counts UMass scores, "
+        f"and UMass rewards frequent words. For each corpus, models are ranked by mean UMass@{TABLE_N} and "
+        "by each other metric; Kendall's tau near 1 means the ranking holds. The largest flips name "
+        "two models with their ranks under UMass → under the other metric (1 is the best). The number "
+        "of topics each model uses is in the fit table above.",
+        ranking_agreement(data.runs, TABLE_N, data.corpora),
+    ))
+
+
+@register_section("elda_topics")
+def elda_topics_section(data: ReportData) -> Section | None:
+    topics = elda_topics(data.runs)
+    if not topics:
+        return None
+    order = sorted(topics, key=lambda pair: pair_order(pair, data.corpora, data.models))
+    return Section("E-LDA's topics and their keywords", (
+        "Each E-LDA variant's topics on each corpus, from its first seed, the topic with most documents first.",
+        *(replace(topics[pair], title=f"{pair[1]} on {pair[0]}") for pair in order),
+    ))
+
+
+@register_section("failed_runs")
+def failed_runs_section(data: ReportData) -> Section | None:
+    failed = data.runs[~data.runs.status.isin([FINISHED, "RUNNING"])]
+    if failed.empty:
+        return None
+    return Section("Failed runs", (ReportTable(failed[["corpus", "model", "seed", "error"]].reset_index(drop=True)),))

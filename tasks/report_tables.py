@@ -1,0 +1,258 @@
+"""The report's tables as numbers: summaries across seeds, pivoted the way readers compare them.
+
+Every function here is pure. It takes the run table of :func:`topicbench.tasks.report.collect_runs`
+(one row per tracked run: ``corpus``, ``model``, ``seed``, ``status`` and one column per score key,
+e.g. ``umass@10``) and returns a :class:`ReportTable` whose cells are numbers (:class:`Estimate`,
+:class:`Share`, floats, ints) or words. Numbers become text only in
+:mod:`topicbench.tasks.report_render`; the best value of a column is chosen here, from the metric's
+own direction (``higher_is_better`` in the metrics registry).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from typing import Callable, Mapping
+
+import numpy as np
+import pandas as pd
+
+from topicbench.core.metrics.registry import metric_for_key
+from topicbench.core.metrics.stats import summarize
+from topicbench.core.validation import InputError
+
+FINISHED = "FINISHED"
+RUNNING = "RUNNING"
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Mean and sample standard deviation of one quantity over ``n`` seeds.
+
+    Attributes
+    ----------
+    mean, sd : float
+        ``sd`` is NaN for a single seed.
+    n : int
+        Seeds the value rests on.
+    expected : int or None
+        Seeds the experiment asked for (a value on fewer is marked when rendered).
+    scored_at : int or None
+        The top-N the value was scored at, when smaller than the N of its column: a model whose
+        topics have fewer words than that N is scored at the largest N its topics allow.
+    """
+
+    mean: float
+    sd: float
+    n: int
+    expected: int | None = None
+    scored_at: int | None = None
+
+
+@dataclass(frozen=True)
+class Share:
+    """``count`` of ``total`` (e.g. runs that converged, seeds where E-LDA wins)."""
+
+    count: int
+    total: int
+
+
+@dataclass(frozen=True, eq=False)
+class ReportTable:
+    """A section's table before formatting.
+
+    Attributes
+    ----------
+    cells : pandas.DataFrame
+        One row per table row; values are numbers, :class:`Estimate`, :class:`Share`, text, tuples
+        (rendered one item a line) or None (rendered as a dash).
+    best : frozenset of (int, str)
+        (row position, column) of each cell marked best.
+    formats : mapping
+        Column -> format string (``"{:.3f}"``) or callable, for columns not shown the default way.
+    note : str
+        A line under the table (what is marked and why).
+    title : str
+        A caption over the table, where a section holds several.
+    """
+
+    cells: pd.DataFrame
+    best: frozenset = frozenset()
+    formats: Mapping[str, str | Callable] = field(default_factory=dict)
+    note: str = ""
+    title: str = ""
+
+    @property
+    def empty(self) -> bool:
+        return self.cells.empty
+
+
+def finished_runs(runs: pd.DataFrame) -> pd.DataFrame:
+    return runs[runs.status == FINISHED]
+
+
+def estimate(values, expected: int | None = None, scored_at: int | None = None) -> Estimate | None:
+    """The :class:`Estimate` of the finite values, or None when there are none."""
+    values = np.asarray([v for v in values if pd.notna(v)], dtype=np.float64)
+    if values.size == 0:
+        return None
+    summary = summarize(values)
+    return Estimate(summary.mean, summary.sd, summary.n, expected, scored_at)
+
+
+def seed_estimates(runs: pd.DataFrame, column: str, expected: int | None = None) -> dict:
+    """(corpus, model) -> :class:`Estimate` of ``column`` over the finished runs' seeds."""
+    done = finished_runs(runs)
+    if column not in done:
+        return {}
+    found = {}
+    for pair, values in done.groupby(["corpus", "model"])[column]:
+        value = estimate(values, expected)
+        if value is not None:
+            found[pair] = value
+    return found
+
+
+def metric_estimates(runs: pd.DataFrame, key: str, expected: int | None = None) -> dict:
+    """Like :func:`seed_estimates` for a score key ``metric@N``, where a model with no score at N
+    (its topics have fewer than N words, e.g. BERTopic's) gets its score at the largest smaller N
+    it was scored at, marked with that N, instead of nothing."""
+    found = seed_estimates(runs, key, expected)
+    name, _, size = key.partition("@")
+    if not size.isdigit():
+        return found
+    for smaller in sorted((n for n in scored_sizes(runs, name) if n < int(size)), reverse=True):
+        for pair, value in seed_estimates(runs, f"{name}@{smaller}", expected).items():
+            found.setdefault(pair, replace(value, scored_at=smaller))
+    return found
+
+
+def scored_sizes(runs: pd.DataFrame, metric: str) -> list[int]:
+    """The N of every ``metric@N`` column, ascending."""
+    sizes = (column.partition("@")[2] for column in runs.columns if str(column).startswith(f"{metric}@"))
+    return sorted(int(size) for size in sizes if size.isdigit())
+
+
+def higher_is_better(key: str) -> bool | None:
+    """The direction of a score key from its metric's spec; None for what is not a metric
+    (fit seconds, memory), which the report then leaves unmarked."""
+    try:
+        return metric_for_key(key).higher_is_better
+    except InputError:
+        return None
+
+
+def best_rows(values, higher: bool | None) -> list[int]:
+    """Positions of the best of ``values`` (NaN ignored; ties all marked); none without a direction."""
+    values = np.asarray(values, dtype=np.float64)
+    if higher is None or np.isnan(values).all():
+        return []
+    best = np.nanmax(values) if higher else np.nanmin(values)
+    return [int(i) for i in np.flatnonzero(values == best)]
+
+
+def pivot_by_model(estimates: dict, *, models, corpora, key: str | None = None) -> ReportTable:
+    """Models as rows, corpora as columns; with a metric ``key``, the best value of each corpus is
+    marked by the metric's direction (values scored at a smaller N take no part)."""
+    rows = [{"model": model, **{corpus: estimates.get((corpus, model)) for corpus in corpora}}
+            for model in models if any((corpus, model) in estimates for corpus in corpora)]
+    cells = pd.DataFrame(rows, columns=["model", *corpora])
+    direction = higher_is_better(key) if key else None
+    best = set()
+    for corpus in corpora:
+        means = [np.nan if value is None or pd.isna(value) or value.scored_at else value.mean for value in cells[corpus]]
+        best.update((row, corpus) for row in best_rows(means, direction))
+    note = "" if direction is None else f"Bold: the best per corpus ({'higher' if direction else 'lower'} is better)."
+    return ReportTable(cells, frozenset(best), note=note)
+
+
+def metric_pivot(runs: pd.DataFrame, key: str, *, models, corpora, expected: int | None = None) -> ReportTable:
+    """:func:`pivot_by_model` of one score key (or any numeric column) over seeds."""
+    return pivot_by_model(metric_estimates(runs, key, expected), models=models, corpora=corpora, key=key)
+
+
+def changed_settings_table(runs: pd.DataFrame) -> ReportTable:
+    """Each (model, setting) that some finished run set otherwise than the model's default:
+    value, default, and how many runs."""
+    done = finished_runs(runs)
+    if "changed_settings" not in done:
+        return ReportTable(pd.DataFrame())
+    counts: dict = {}
+    for model, text in zip(done.model, done.changed_settings):
+        for setting, (value, default) in (json.loads(text) if isinstance(text, str) and text else {}).items():
+            key = (model, setting, json.dumps(value), json.dumps(default))
+            counts[key] = counts.get(key, 0) + 1
+    rows = [{"model": model, "setting": setting, "value": value, "model default": default, "runs": n}
+            for (model, setting, value, default), n in sorted(counts.items())]
+    return ReportTable(pd.DataFrame(rows))
+
+
+def training_table(runs: pd.DataFrame, corpora=(), models=()) -> ReportTable:
+    """Per corpus and iterative model (in the order of ``corpora`` and ``models``, others after):
+    the loss that was minimised, how many runs converged (relative change of the loss over the
+    last 10% of epochs below 1%), that change, and the epochs (or iterations) trained."""
+    done = finished_runs(runs)
+    if "converged" not in done:
+        return ReportTable(pd.DataFrame())
+    rows = []
+    groups = done.dropna(subset=["converged"]).groupby(["corpus", "model"])
+    for (corpus, model), group in sorted(groups, key=lambda item: pair_order(item[0], corpora, models)):
+        curves = group["training_curve"].dropna() if "training_curve" in group else []
+        change = group["training_loss_relative_change"] if "training_loss_relative_change" in group else []
+        rows.append({
+            "corpus": corpus, "model": model, "loss": group.training_loss_kind.iloc[0] or None,
+            "converged": Share(int(group.converged.sum()), len(group)),
+            "relative change, last 10%": estimate(change),
+            "epochs / iterations": tuple(sorted({int(curve[0][-1]) for curve in curves})) or None,
+        })
+    return ReportTable(pd.DataFrame(rows), formats={"epochs / iterations": _comma_list})
+
+
+def pair_order(pair, corpora, models) -> tuple:
+    """Sort key of a (corpus, model) pair: by the given orders, then by name."""
+    corpus, model = pair
+    corpora, models = list(corpora), list(models)
+    return (corpora.index(corpus) if corpus in corpora else len(corpora),
+            models.index(model) if model in models else len(models), corpus, model)
+
+
+def _comma_list(values) -> str:
+    return ", ".join(map(str, values)) if values else "–"
+
+
+def elda_topics(runs: pd.DataFrame, limit: int = 15, words: int = 10) -> dict:
+    """(corpus, E-LDA variant) -> its topics from one seed: keyword label and top words."""
+    if "topics_json" not in runs:
+        return {}
+    topics = {}
+    for (corpus, model), group in runs.dropna(subset=["topics_json"]).groupby(["corpus", "model"]):
+        records = json.loads(group.iloc[0]["topics_json"])[:limit]
+        rows = [(record.get("label") or "", " ".join(record["words"].split()[:words])) for record in records]
+        topics[(corpus, model)] = ReportTable(pd.DataFrame(rows, columns=["keyword(s)", "top words"]))
+    return topics
+
+
+@dataclass(frozen=True)
+class RunStatus:
+    """How far an experiment is: runs by state, and the (model, corpus) pairs with fewer finished
+    seeds than the config asks for (None where the config is unknown)."""
+
+    finished: int
+    failed: int
+    running: tuple
+    expected: int | None
+    pending: tuple | None
+
+
+def run_status(runs: pd.DataFrame, corpora=None, models=None, seeds=None) -> RunStatus:
+    """Count the runs; with the config's corpora, models and seeds, name the pairs not done yet."""
+    done = finished_runs(runs)
+    running = runs[runs.status == RUNNING]
+    failed = runs[(runs.status != FINISHED) & (runs.status != RUNNING)]
+    running_pairs = tuple(dict.fromkeys(f"{m}@{c}" for c, m in zip(running.corpus, running.model)))
+    if not (corpora and models and seeds):
+        return RunStatus(len(done), len(failed), running_pairs, None, None)
+    finished_seeds = done.groupby(["corpus", "model"]).seed.nunique()
+    pending = tuple(f"{model}@{corpus}" for corpus in corpora for model in models
+                    if finished_seeds.get((corpus, model), 0) < len(seeds))
+    return RunStatus(len(done), len(failed), running_pairs, len(corpora) * len(models) * len(seeds), pending)

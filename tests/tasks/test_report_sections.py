@@ -1,0 +1,112 @@
+"""Sections: built from the run table by registered builders, without drawing or writing anything;
+plots are drawn and written afterwards, each model in one style across all of them."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from topicbench.core.validation import InputError
+from topicbench.tasks import report_plots
+from topicbench.tasks.report_sections import (
+    DEFAULT_REPORT_SECTIONS, REPORT_SECTIONS, ReportData, build_report, register_section,
+)
+from topicbench.tasks.report_tables import ReportTable
+
+
+def _runs():
+    rows = []
+    for corpus in ("c1", "c2"):
+        for i, model in enumerate(("elda", "gibbs", "bertopic")):
+            for seed in (0, 1):
+                row = {"status": "FINISHED", "corpus": corpus, "model": model, "seed": seed,
+                       "umass@5": -1.0 - i, "npmi@5": 0.1 * i, "topic_diversity@5": 0.5, "fit_seconds": 1.0 + i,
+                       "changed_settings": "", "training_loss_kind": "", "error": ""}
+                if model != "bertopic":  # BERTopic's topics are too short for N = 10
+                    row.update({"umass@10": -2.0 - i, "npmi@10": 0.05 * i, "topic_diversity@10": 0.4})
+                if model == "gibbs":
+                    row.update({"converged": 1.0, "training_loss_kind": "negative log-likelihood per word",
+                                "training_loss_relative_change": 0.001, "training_curve": ([0, 10, 20], [3.0, 2.0, 1.9])})
+                rows.append(row)
+    return pd.DataFrame(rows)
+
+
+CONFIG = {"corpora": [{"name": "c2"}, {"name": "c1"}], "seeds": [0, 1, 2],
+          "models": [{"model": "gibbs_lda", "label": "gibbs"}, {"model": "elda"}, {"model": "bertopic"}]}
+
+
+def test_building_the_report_draws_and_writes_nothing(monkeypatch):
+    import matplotlib.figure
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a plot was drawn or written while building the report")
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", refuse)
+    monkeypatch.setattr(report_plots, "coherence_figure", refuse)
+    report = build_report(ReportData(runs=_runs(), experiment="x", command="cmd", config=CONFIG))
+    titles = [section.title for section in report.sections]
+    assert titles[:2] == ["Coherence against N", "Topic diversity"]
+    assert "Failed runs" not in titles and "Experiment Set 1: log posterior with the topics held fixed" not in titles
+    assert [plot.file_name for plot in report.plots()][:2] == ["coherence_c2.png", "coherence_c1.png"]
+
+
+def test_the_lead_names_the_pairs_that_are_not_finished():
+    report = build_report(ReportData(runs=_runs(), experiment="x", command="cmd", config=CONFIG), ["coherence"])
+    assert report.lead[0].startswith("12 finished runs (2 corpora, 3 models, seeds [0, 1]); 0 failed.")
+    assert "12 of the config's 18 fits are finished" in report.lead[1]
+    assert "gibbs@c2, elda@c2, bertopic@c2, gibbs@c1" in report.lead[1]
+
+
+def test_sections_are_chosen_by_name_and_unknown_names_list_the_choices():
+    data = ReportData(runs=_runs(), experiment="x", command="cmd", config=CONFIG)
+    report = build_report(data, ["fit_time"])
+    assert [section.title for section in report.sections] == ["Fit time and memory"]
+    with pytest.raises(InputError, match="Unknown report section 'nope'. Available: .*coherence"):
+        build_report(data, ["nope"])
+    assert set(DEFAULT_REPORT_SECTIONS) <= set(REPORT_SECTIONS.names())
+
+
+def test_tables_follow_the_configs_order_and_show_short_topics_at_their_n():
+    data = ReportData(runs=_runs(), experiment="x", command="cmd", config=CONFIG)
+    assert data.models == ["gibbs", "elda", "bertopic"] and data.corpora == ["c2", "c1"]
+    coherence = build_report(data, ["coherence"]).sections[0]
+    umass = next(block for block in coherence.blocks if isinstance(block, ReportTable) and block.title == "UMass@10")
+    assert list(umass.cells.columns) == ["model", "c2", "c1"] and list(umass.cells.model) == ["gibbs", "elda", "bertopic"]
+    assert umass.cells.set_index("model").loc["bertopic", "c1"].scored_at == 5
+    assert umass.best == {(1, "c2"), (1, "c1")}  # elda's -2 beats gibbs' -3; bertopic's N=5 score takes no part
+
+
+def test_a_benchmark_can_register_its_own_section(monkeypatch):
+    monkeypatch.setattr(REPORT_SECTIONS, "_entries", dict(REPORT_SECTIONS._entries))  # undone after the test
+
+    @register_section("test_only_section")
+    def only(data):
+        from topicbench.tasks.report_sections import Section
+
+        return Section("Mine", (f"{len(data.runs)} runs",))
+
+    report = build_report(ReportData(runs=_runs(), experiment="x", command="cmd"), ["test_only_section"])
+    assert report.sections[0].title == "Mine" and report.sections[0].blocks == ("12 runs",)
+
+
+def test_plots_are_written_by_their_own_function_each_model_in_one_style(tmp_path):
+    runs = _runs()
+    data = ReportData(runs=runs, experiment="x", command="cmd", config=CONFIG)
+    report = build_report(data, ["coherence", "training", "fit_time"])
+    written = report_plots.write_plots(report.plots(), runs, tmp_path, data.models)
+    assert set(written) == {"coherence_c1.png", "coherence_c2.png", "training_c1.png", "training_c2.png", "fit_time.png"}
+    assert all(path.read_bytes().startswith(b"\x89PNG") for path in written.values())
+
+    styles = report_plots.model_styles(data.models)
+    assert len({(s["color"], s["marker"]) for s in styles.values()}) == 3
+    coherence = report_plots.coherence_figure(runs, styles, corpus="c1", measures=(("umass", "UMass"),))
+    lines = {line.get_label(): line for line in coherence.axes[0].get_lines()}
+    for model in ("gibbs", "elda", "bertopic"):
+        assert (lines[model].get_color(), lines[model].get_marker()) == (styles[model]["color"], styles[model]["marker"])
+    training = report_plots.training_figure(runs, styles, corpus="c1")
+    assert {line.get_color() for line in training.axes[0].get_lines()} == {styles["gibbs"]["color"]}
+    bars = report_plots.fit_time_figure(runs, styles, corpora=["c2", "c1"])
+    # legends outside the axes: one figure legend, none on an axis, and it starts right of the axes
+    for figure in (coherence, training, bars):
+        assert len(figure.legends) == 1 and all(axis.get_legend() is None for axis in figure.axes)
+        assert figure.legends[0].get_bbox_to_anchor().x0 >= max(axis.get_position().x1 for axis in figure.axes) * figure.bbox.width - 1
