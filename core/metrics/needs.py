@@ -9,7 +9,7 @@ bad input (a malformed matrix, an unknown setting), which still raises.
 
 ==================  ==========================================================================
 ``token_topics``    the output's per-token topics (``output.token_topics``)
-``labels``          document labels (``MetricInputs.labels``, or else ``corpus.labels``)
+``labels``          document labels of two or more classes (``MetricInputs.labels``, or else ``corpus.labels``)
 ``heldout``         ``MetricInputs.heldout_corpus`` and the model's θ for it (``MetricRun.heldout_doc_topic``)
 ``top_words``       a non-empty N grid, every topic at least its largest N words long
 ``rbo_words``       every topic at least ``MetricSettings.rbo_top_n`` words long
@@ -62,9 +62,13 @@ def _token_topics(output, run: MetricRun):
 
 
 def _labels(output, run: MetricRun):
-    met = run.inputs.document_labels is not None
-    return None if met else Missing("the corpus has no labels",
-                                    "document labels: the corpus has none (set MetricInputs(labels=...))")
+    labels = run.inputs.document_labels
+    if labels is None:
+        return Missing("the corpus has no labels", "document labels: the corpus has none (set MetricInputs(labels=...))")
+    # a corpus of one class has nothing to classify: that is the corpus, not bad input
+    if len(set(labels)) < 2:
+        return Missing("the corpus has a single label", "documents of two or more labels")
+    return None
 
 
 def _heldout(output, run: MetricRun):

@@ -168,3 +168,15 @@ def test_inputs_are_frozen_and_every_need_is_checked(corpus):
     with pytest.raises(MetricNotApplicable, match="needs two or more topics") as error:
         METRICS.get("inverted_rbo")(single, MetricRun(MetricContext(inputs), rng=np.random.default_rng(0)))
     assert error.value.reason == "one has a single topic" and error.value.metric == "inverted_rbo"
+
+
+def test_a_corpus_of_one_label_skips_the_label_metrics_with_the_reason(corpus):
+    # one class has nothing to classify or cluster: the corpus, not bad input, so the run goes on
+    output = make_output(corpus, theme_topics())
+    one_label = context_of(corpus, labels=["same"] * corpus.n_documents)
+    scores, skipped = score(output, one_label, ["classification", "topic_diversity"], seed=0)
+    assert skipped["classification"] == "the corpus has a single label"
+    assert not any(key.startswith("classification") for key in scores) and "topic_diversity@5" in scores
+    two_labels = context_of(corpus, labels=[str(d % 2) for d in range(corpus.n_documents)])
+    scores, skipped = score(output, two_labels, ["classification"], seed=0)
+    assert "classification" not in skipped and 0 <= scores["classification_accuracy"] <= 1
