@@ -30,7 +30,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="show debug logging")
     commands = parser.add_subparsers(dest="command", required=True)
-    for add_command in (_add_elda_command, _add_run_command, _add_report_command, _add_paper_command, _add_ui_command):
+    for add_command in (_add_elda_command, _add_run_command, _add_report_command, _add_paper_command, _add_data_command,
+                        _add_ui_command):
         add_command(commands)
     return parser
 
@@ -101,12 +102,13 @@ def _add_report_command(commands) -> None:
 def _add_paper_command(commands) -> None:
     """topicbench paper: the paper's Experiment Sets 1 and 2."""
     paper = commands.add_parser(
-        "paper", help="reproduce the paper's Experiment Sets 1 and 2 on ../shared/data",
+        "paper", help="reproduce the paper's Experiment Sets 1 and 2 (corpora: --data, ../shared/data or the data cache)",
         description="Run the paper's experiments (spec §4) and write their reports to results/paper/.",
     )
     paper.add_argument("--baselines", nargs="*", help="Set 2 baselines to include (default: every one registered)")
     paper.add_argument("--corpora", nargs="+", help="subset of congress reuters 20ng_politics")
-    paper.add_argument("--data", help="folder holding congress/, reuters/ and 20ng_politics/ (default: ../shared/data)")
+    paper.add_argument("--data", help="folder holding congress/, reuters/ and 20ng_politics/ (default: ../shared/data "
+                       "when it exists, else the data cache of `topicbench data fetch`)")
     paper.add_argument("--seeds", type=integer_at_least(0), nargs="+", default=[0, 1, 2])
     paper.add_argument("--iterations", type=integer_at_least(1), default=1000, help="Gibbs sweeps (the paper: 1000)")
     paper.add_argument("--workers", type=integer_at_least(1), default=2)
@@ -115,6 +117,23 @@ def _add_paper_command(commands) -> None:
     paper.add_argument("--tracking-uri", help=f"MLflow tracking URI (default: {DEFAULT_TRACKING_URI})")
     paper.add_argument("--out", default="results/paper")
     paper.set_defaults(handler=run_paper_command)
+
+
+def _add_data_command(commands) -> None:
+    """topicbench data list / fetch: the registry's public corpora, by name."""
+    data = commands.add_parser(
+        "data", help="list or fetch public benchmark corpora by name",
+        description="The paper's corpora and the OCTIS benchmark datasets, fetched only by "
+        "`topicbench data fetch` into the data cache ($TOPICBENCH_DATA, default under the user's cache).",
+    )
+    actions = data.add_subparsers(dest="data_command", required=True)
+    actions.add_parser("list", help="each dataset: what it is, size, documents, whether it is cached").set_defaults(
+        handler=run_data_list_command)
+    fetch = actions.add_parser("fetch", help="download a dataset (checksums verified) into the data cache")
+    fetch.add_argument("name", help="a dataset name from `topicbench data list`")
+    fetch.add_argument("--dest", metavar="DIR", help="write DIR/NAME instead of the data cache")
+    fetch.add_argument("--url", metavar="URL", help="base URL replacing the published one (a mirror)")
+    fetch.set_defaults(handler=run_data_fetch_command)
 
 
 def _add_ui_command(commands) -> None:
@@ -198,14 +217,14 @@ def _write_report(experiment: str, tracking_uri: str, out: str) -> None:
 
 
 def run_paper_command(args) -> int:
-    from topicbench.flows.paper import PAPER_CORPORA, SET2_BASELINES, SHARED_DATA, paper_config, run_paper
+    from topicbench.flows.paper import PAPER_CORPORA, SET2_BASELINES, default_data_folder, paper_config, run_paper
     from topicbench.tasks.tracking import check_tracking_uri
 
     _hide_library_tracebacks(args.verbose)
 
     tracking_uri = _tracking_uri(args.tracking_uri)
     settings = dict(
-        data=args.data or SHARED_DATA, seeds=args.seeds, iterations=args.iterations, workers=args.workers,
+        data=args.data or default_data_folder(), seeds=args.seeds, iterations=args.iterations, workers=args.workers,
         baselines=tuple(args.baselines) if args.baselines is not None else tuple(SET2_BASELINES),
         corpora=tuple(args.corpora or PAPER_CORPORA),
     )
@@ -221,6 +240,25 @@ def run_paper_command(args) -> int:
     if state.is_failed():
         print(f"topicbench: error: {state.message}", file=sys.stderr)
         return 1
+    return 0
+
+
+def run_data_list_command(args) -> int:
+    from topicbench.flows.data import dataset_table
+
+    print(dataset_table())
+    return 0
+
+
+def run_data_fetch_command(args) -> int:
+    from topicbench.flows.data import fetch_dataset
+
+    started = time.perf_counter()
+    folder, fetched = fetch_dataset(args.name, dest=args.dest, base_url=args.url)
+    if fetched:
+        print(f"{args.name}: fetched and checked in {time.perf_counter() - started:.1f} s: {folder}")
+    else:
+        print(f"{args.name}: already in {folder} (nothing downloaded)")
     return 0
 
 

@@ -25,30 +25,52 @@ DEFAULT_METRICS = (
 
 @dataclass(frozen=True)
 class CorpusSpec:
-    """A corpus: ``source`` is 'lee', an OCTIS folder or a text file; ``preprocessing`` holds
-    :class:`PreprocessConfig` fields."""
+    """A corpus: ``source`` is 'lee', an OCTIS folder, a text file, or the name of a dataset fetched
+    by ``topicbench data fetch NAME`` (``core/datasets.py``; an existing path of that name wins);
+    ``preprocessing`` holds :class:`PreprocessConfig` fields. A dataset by name is read as its
+    publisher preprocessed it (``preprocessed: true``) unless ``preprocessing`` says otherwise."""
 
     name: str
     source: str = "lee"
     preprocessing: dict = field(default_factory=dict)
 
+    def _is_dataset_name(self) -> bool:
+        from topicbench.core.datasets import is_dataset_name
+
+        if not isinstance(self.source, str) or not self.source.strip():
+            return False
+        return not Path(self.source).expanduser().exists() and is_dataset_name(self.source)
+
+    def resolved_source(self) -> str:
+        """The path (or 'lee') to read: a dataset name becomes its folder in the data cache."""
+        from topicbench.core.datasets import cached_dataset_folder
+
+        return str(cached_dataset_folder(self.source)) if self._is_dataset_name() else self.source
+
     def preprocess_config(self) -> PreprocessConfig:
-        return PreprocessConfig.from_dict(self.preprocessing)
+        defaults = {"preprocessed": True} if self._is_dataset_name() else {}
+        return PreprocessConfig.from_dict({**defaults, **self.preprocessing})
 
     def check(self, where: str) -> None:
-        """The name, the source (the built-in corpus, or a path that exists) and the
-        preprocessing settings, before any corpus is read."""
+        """The name, the source (the built-in corpus, a path that exists, or a dataset in the data
+        cache) and the preprocessing settings, before any corpus is read."""
+        from topicbench.core.datasets import DATASETS, DatasetError
         from topicbench.core.io import BUILTIN_CORPUS
 
         _require_text(self.name, f"{where}: name")
         _require_text(self.source, f"{where} ({self.name}): source")
         if not isinstance(self.preprocessing, dict):
             raise InputError(f"{where} ({self.name}): preprocessing must be a mapping of settings, got {self.preprocessing!r}")
-        if self.source != BUILTIN_CORPUS and not Path(self.source).expanduser().exists():
+        if self._is_dataset_name():
+            try:
+                self.resolved_source()
+            except DatasetError as error:
+                raise InputError(f"{where} ({self.name}): {error}") from None
+        elif self.source != BUILTIN_CORPUS and not Path(self.source).expanduser().exists():
             raise InputError(
                 f"{where} ({self.name}): corpus source not found: {self.source} (give an OCTIS folder, "
-                f"a text file with one document a line, or {BUILTIN_CORPUS!r}; relative paths are "
-                f"read from {Path.cwd()})"
+                f"a text file with one document a line, {BUILTIN_CORPUS!r}, or a dataset name fetched by "
+                f"`topicbench data fetch NAME`: {', '.join(DATASETS)}; relative paths are read from {Path.cwd()})"
             )
         self.preprocess_config()
 

@@ -39,12 +39,22 @@ SET2_BASELINES = {
 }
 
 
+def default_data_folder() -> Path:
+    """Where the paper's corpora are read without ``--data``: ../shared/data when it exists, else
+    the data cache of ``topicbench data fetch`` (``$TOPICBENCH_DATA``)."""
+    from topicbench.core.datasets import data_home
+
+    return SHARED_DATA if SHARED_DATA.is_dir() else data_home()
+
+
 def _corpora(data: Path, corpora) -> list[dict]:
     missing = [name for name in corpora if not (Path(data) / name).is_dir()]
     if missing:
         from topicbench.core.validation import InputError
 
-        raise InputError(f"paper corpora missing from {data}: {', '.join(missing)} (give --data PATH)")
+        fetch = "; ".join(f"topicbench data fetch {name}" for name in missing)
+        raise InputError(f"paper corpora missing from {data}: {', '.join(missing)} (give --data PATH, "
+                         f"or fetch them into the data cache: {fetch})")
     return [{"name": name, "source": str(Path(data) / name), "preprocessing": {"preprocessed": True}} for name in corpora]
 
 

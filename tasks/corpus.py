@@ -12,4 +12,4 @@ from topicbench.core.io import load_corpus as read_corpus
 @task(name="load_corpus", cache_policy=NONE)
 def load_corpus(spec) -> Corpus:
     """Read and preprocess one corpus of a benchmark config (a :class:`CorpusSpec`)."""
-    return read_corpus(spec.source, spec.preprocess_config(), name=spec.name)
+    return read_corpus(spec.resolved_source(), spec.preprocess_config(), name=spec.name)
