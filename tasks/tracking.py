@@ -703,4 +703,7 @@ def run_record(corpus, model_spec, seed: int, config) -> dict:
     record.update({"num_topics": params.pop("num_topics"), "seed": params.pop("random_state")})
     record.update({f"settings.{k}": v for k, v in params.items()})
     record.update({f"version.{k}": v for k, v in package_versions().items()})
+    plugin = MODELS.plugin_source(model_spec.model)
+    if plugin is not None:  # a model of another installed package: which entry point, which version
+        record.update({"model_plugin": plugin["entry_point"], f"version.{plugin['distribution']}": plugin["version"]})
     return record

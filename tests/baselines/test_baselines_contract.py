@@ -2,7 +2,8 @@
 
 Each model fits the built-in corpus twice with one seed (identical outputs) and a synthetic
 LDA corpus once, and returns an output that keeps :class:`TopicModelOutput`'s invariants. The
-settings below only make the fits small; they are not the paper's.
+settings below only make the fits small; they are not the paper's. Models of installed plugins
+(the ``topicbench.models`` entry points) are checked the same way, at their own defaults.
 """
 
 from __future__ import annotations
@@ -35,9 +36,14 @@ NUM_TOPICS = 6
 SEED = 3
 
 
+#: Every model the contract checks: the built-in ones and those of the installed plugins.
+CONTRACT_MODELS = sorted(set(QUICK_SETTINGS) | set(MODELS.plugins()))
+
+
 def test_every_registered_model_is_in_the_contract():
     # models that tests of other packages register (e.g. a model that always fails) are not ours
-    ours = {name for name in MODELS.names() if MODELS.get(name).__module__.startswith("topicbench.baselines.")}
+    # (the built-in names only: a plugin is imported when its contract test names it)
+    ours = {name for name in MODELS.builtin_names() if MODELS.get(name).__module__.startswith("topicbench.baselines.")}
     assert ours == set(QUICK_SETTINGS)
 
 
@@ -68,7 +74,7 @@ def check_output(output: TopicModelOutput, model: TopicModel, corpus, seed: int)
     for key, value in model.settings.items():
         assert output.settings[key] == value
     assert all(key in model.defaults or key.endswith("_") for key in output.settings)
-    if model.name in TOKEN_ASSIGNING_MODELS:
+    if model.name in TOKEN_ASSIGNING_MODELS or output.token_topics is not None:
         tokens = output.token_topics
         assert tokens is not None and tokens.shape == (corpus.n_tokens,)
         assert tokens.min() >= -1 and tokens.max() < n_topics
@@ -85,13 +91,19 @@ def check_resolved(model: TopicModel, output: TopicModelOutput) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", sorted(QUICK_SETTINGS))
+@pytest.mark.parametrize("name", CONTRACT_MODELS)
 def test_model_contract(name, lee_corpus, small_synthetic):
-    model_class = MODELS.get(name)
+    check_model_contract(MODELS, name, lee_corpus, small_synthetic)
+
+
+def check_model_contract(models, name: str, lee_corpus, small_synthetic) -> None:
+    """The whole contract for the model ``models.get(name)`` (built-in or plugin)."""
+    model_class = models.get(name)
     assert issubclass(model_class, TopicModel) and model_class.name == name
-    model = model_class(NUM_TOPICS, random_state=SEED, **QUICK_SETTINGS[name])
+    settings = QUICK_SETTINGS.get(name, {})  # a plugin's model runs at its own defaults
+    model = model_class(NUM_TOPICS, random_state=SEED, **settings)
     asked = model.get_params()
-    assert asked == {"num_topics": NUM_TOPICS, "random_state": SEED, **model_class.defaults, **QUICK_SETTINGS[name]}
+    assert asked == {"num_topics": NUM_TOPICS, "random_state": SEED, **model_class.defaults, **settings}
 
     assert model.fit(lee_corpus) is model
     first = model.output_
@@ -108,7 +120,7 @@ def test_model_contract(name, lee_corpus, small_synthetic):
             model.transform(lee_corpus)
 
     if model_class.reproducible:
-        second = model_class(NUM_TOPICS, random_state=SEED, **QUICK_SETTINGS[name]).fit(lee_corpus).output_
+        second = model_class(NUM_TOPICS, random_state=SEED, **settings).fit(lee_corpus).output_
         assert second.topics == first.topics
         np.testing.assert_array_equal(second.topic_word_matrix, first.topic_word_matrix)
         np.testing.assert_array_equal(second.topic_document_matrix, first.topic_document_matrix)
@@ -116,7 +128,7 @@ def test_model_contract(name, lee_corpus, small_synthetic):
             np.testing.assert_array_equal(second.token_topics, first.token_topics)
 
     synthetic = small_synthetic.corpus
-    check_output(model_class(NUM_TOPICS, random_state=SEED, **QUICK_SETTINGS[name]).fit(synthetic).output_, model, synthetic, SEED)
+    check_output(model_class(NUM_TOPICS, random_state=SEED, **settings).fit(synthetic).output_, model, synthetic, SEED)
 
 
 @pytest.mark.parametrize("name", ["gensim_lda", "gibbs_lda", "prodlda", "ctm", "etm", "fastopic"])
@@ -125,7 +137,7 @@ def test_fixed_topic_count_models_require_num_topics(name, tiny_corpus):
         MODELS.get(name)(None).fit(tiny_corpus)
 
 
-@pytest.mark.parametrize("name", sorted(QUICK_SETTINGS))
+@pytest.mark.parametrize("name", CONTRACT_MODELS)
 def test_unknown_setting_is_refused_with_the_known_ones(name):
     with pytest.raises(InputError, match=rf"{name}: unknown settings \['colour'\]; known: "):
         MODELS.get(name)(colour="blue")
