@@ -139,12 +139,13 @@ def build_prodlda_network(**settings):
 
 def train_variational(
     network, doc_term: sp.csr_matrix, embeddings, *, epochs: int, batch_size: int, optimizer,
-    seed: int, model: str, drop_last: bool = False, device: str = "cpu",
+    seed: int, model: str, drop_last: bool = False, device: str = "cpu", on_progress=None,
 ) -> list[float]:
     """Mini-batch training of a network with ``loss(bow, embedding)``, ``bow`` a
     :class:`BagOfWords`; returns the mean loss per training document of each epoch (the
     authors' packages report it so). The batch order comes from a generator seeded with
-    ``seed``; ``drop_last`` as in :func:`minibatches`."""
+    ``seed``; ``drop_last`` as in :func:`minibatches`; ``on_progress(epoch, epochs, loss)``
+    after every epoch."""
     import torch
 
     generator = torch.Generator().manual_seed(int(seed))
@@ -168,6 +169,8 @@ def train_variational(
             from .base import ModelError
 
             raise ModelError(f"{model}: the training loss became {trace[-1]} at epoch {epoch}; lower the learning rate")
+        if on_progress is not None:
+            on_progress(epoch, epochs, trace[-1])
     network.eval()
     return trace
 
@@ -194,10 +197,10 @@ def infer_theta(network, doc_term: sp.csr_matrix, embeddings, *, batch_size: int
 
 
 def fit_and_output(model, network, optimizer, corpus, embeddings, settings: dict, seed: int, resolved: dict,
-                   *, drop_last: bool = False, theta_samples: int = 0):
+                   *, drop_last: bool = False, theta_samples: int = 0, on_progress=None):
     """Train a variational network (:func:`train_variational`, on the device its parameters are
     on), then read its document proportions and row-normalised topic-word matrix into the shared
-    output. Returns the output and ``resolved`` (the model's resolved values, ``num_topics_`` and
+    output (``on_progress(epoch, epochs, loss)`` after every epoch). Returns the output and ``resolved`` (the model's resolved values, ``num_topics_`` and
     the like) with the device it trained on, ``device_``."""
     import torch
 
@@ -207,7 +210,7 @@ def fit_and_output(model, network, optimizer, corpus, embeddings, settings: dict
     trace = train_variational(
         network, corpus.doc_term, embeddings, epochs=int(settings["epochs"]),
         batch_size=int(settings["batch_size"]), optimizer=optimizer, seed=seed, model=model,
-        drop_last=drop_last, device=device,
+        drop_last=drop_last, device=device, on_progress=on_progress,
     )
     theta = infer_theta(network, corpus.doc_term, embeddings, samples=theta_samples)
     with torch.no_grad():

@@ -99,7 +99,7 @@ class TopicModel(abc.ABC):
         """What was asked: ``num_topics``, ``random_state`` and every setting (defaults filled in)."""
         return {"num_topics": self.num_topics, "random_state": self.random_state, **self.settings}
 
-    def fit(self, corpus: Corpus) -> "TopicModel":
+    def fit(self, corpus: Corpus, *, on_progress=None) -> "TopicModel":
         """Fit on ``corpus``; set ``output_`` (checked, with fit time and peak memory) and the
         resolved values (``resolved_`` and one attribute each); return the model.
 
@@ -107,20 +107,39 @@ class TopicModel(abc.ABC):
         first, in :meth:`_setup`, and is timed apart as ``extra["setup_seconds"]``: the fit time
         is the training alone. An iterative model's ``extra["training_loss"]`` gains its
         convergence verdict (:func:`convergence`).
+
+        Parameters
+        ----------
+        corpus : Corpus
+            The documents to fit.
+        on_progress : callable, optional
+            ``on_progress(step, total, loss)`` as an iterative fit advances (epochs, passes,
+            Gibbs sweeps or E-LDA links; ``loss`` may be None); models that do not iterate never
+            call it.
         """
         if corpus.n_documents == 0 or corpus.n_tokens == 0:
             raise InputError(f"{self.name}: the corpus {corpus.name!r} is empty")
-        with self._library_errors(corpus):
-            with measure() as setup:
-                self._setup(corpus)
-            with measure() as usage:
-                output, resolved = self._fit(corpus)
+        self._on_progress = on_progress
+        try:
+            with self._library_errors(corpus):
+                with measure() as setup:
+                    self._setup(corpus)
+                with measure() as usage:
+                    output, resolved = self._fit(corpus)
+        finally:
+            self._on_progress = None
         output = _with_usage(output, usage, setup_seconds=setup["seconds"])
         output = replace(output, model=self.name, seed=self.random_state, settings={**self.settings, **resolved})
         self.output_ = output.check(corpus.n_documents, corpus.n_tokens)
         self._set_resolved(resolved)
         self._fitted_vocabulary = tuple(corpus.vocabulary)
         return self
+
+    def _progress(self, step: int, total: int, loss=None) -> None:
+        """Tell the caller of :meth:`fit` how far the fit is (see its ``on_progress``)."""
+        callback = getattr(self, "_on_progress", None)
+        if callback is not None:
+            callback(int(step), int(total), None if loss is None else float(loss))
 
     def _set_resolved(self, resolved: dict) -> None:
         misnamed = [key for key in resolved if not key.endswith("_") or key in _FITTED_FIELDS]

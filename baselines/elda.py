@@ -93,11 +93,14 @@ class ELDAModel(TopicModel):
             _WARM.add(key)
 
     def _fit(self, corpus: Corpus) -> tuple[TopicModelOutput, dict]:
-        solution, resolved = self._solve(corpus)
+        solution, resolved = self._solve(
+            corpus, on_progress=lambda made, budget, log_posterior: self._progress(made, budget, -log_posterior)
+        )
         return solution.to_output(model=self.name, top_n=self.settings["top_words"]), resolved
 
-    def _solve(self, corpus: Corpus):
-        """The E-LDA solution on ``corpus`` with the configured algorithm, and the resolved values."""
+    def _solve(self, corpus: Corpus, on_progress=None):
+        """The E-LDA solution on ``corpus`` with the configured algorithm, and the resolved values
+        (``on_progress(links_made, budget, log_posterior)`` as the links are made)."""
         import numba
 
         settings = self.settings
@@ -105,7 +108,7 @@ class ELDAModel(TopicModel):
         model = ELDA(
             settings["kappa"], generator=settings["generator"], executor=LocalShards() if parallel else None,
             epsilon=settings["epsilon"], seed=self.random_state,
-        ).fit(corpus)
+        ).fit(corpus, on_progress=on_progress)
         solution = model.solution_
         resolved = {"budget_": solution.budget, "num_candidates_": model.candidates_.n_topics}
         if parallel:

@@ -135,6 +135,7 @@ class ETM(TopicModel):
                     "embedding_size_": int(network.word_embeddings.shape[1]),
                     "trains_word_embeddings_": fixed_vectors is None,
                 },
+                on_progress=self._progress,
             )
         self.network_ = network
         return fitted

@@ -148,6 +148,7 @@ class FASTopic(TopicModel):
                 trace.append(float(loss.detach()))
                 if not np.isfinite(trace[-1]):
                     raise ModelError(f"{self.name}: the training loss became {trace[-1]} at epoch {epoch}")
+                self._progress(epoch, epochs, trace[-1])
                 if epoch == 1 or epoch % 20 == 0 or epoch == epochs:
                     logger.info(
                         "fastopic: epoch %d/%d, loss %.4f (Sinkhorn steps: DT %d, TW %d)", epoch, epochs,

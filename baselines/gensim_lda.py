@@ -78,7 +78,6 @@ class GensimLDA(TopicModel):
 
     def _fit(self, corpus: Corpus) -> tuple[TopicModelOutput, dict]:
         from gensim.models import LdaModel
-        from gensim.models.callbacks import PerplexityMetric
 
         num_topics = self._require_num_topics(self.num_topics)
         settings = self.settings
@@ -86,7 +85,7 @@ class GensimLDA(TopicModel):
         logger.info("gensim_lda: K=%d, alpha=%s, %d passes on %s", num_topics, alpha, settings["passes"], corpus.name)
         bow = _bow(corpus)
         # the variational bound after every pass: the loss curve that shows convergence
-        bound_per_pass = PerplexityMetric(corpus=bow, logger=None)
+        bound_per_pass = _bound_per_pass_metric()(bow, int(settings["passes"]), self._progress)
         model = LdaModel(
             corpus=bow,
             num_topics=num_topics,
@@ -134,6 +133,28 @@ class GensimLDA(TopicModel):
 
     def _transform(self, corpus: Corpus) -> np.ndarray:
         return normalize_rows(self._gamma(corpus)).T.copy()
+
+
+def _bound_per_pass_metric():
+    """gensim's ``PerplexityMetric`` that also reports each pass as progress (made on first use:
+    importing gensim's callbacks is slow)."""
+    from gensim.models.callbacks import PerplexityMetric
+
+    class BoundPerPassMetric(PerplexityMetric):
+        """2 ** (-bound per word) after every pass, as ``PerplexityMetric``; then
+        ``on_progress(pass, passes, -bound per word in bits)``."""
+
+        def __init__(self, bow, passes: int, on_progress):
+            super().__init__(corpus=bow, logger=None)
+            self.passes, self.on_progress, self.passes_done = passes, on_progress, 0
+
+        def get_value(self, **kwargs):
+            value = super().get_value(**kwargs)
+            self.passes_done += 1
+            self.on_progress(self.passes_done, self.passes, float(np.log2(value)))
+            return value
+
+    return BoundPerPassMetric
 
 
 def _bow(corpus: Corpus) -> list[list[tuple[int, int]]]:

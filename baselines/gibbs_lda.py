@@ -159,7 +159,7 @@ class GibbsLDA(TopicModel):
             workers=int(settings["workers"]),
             parallel=self._parallel_scheme(tomotopy),
             callback_interval=CURVE_INTERVAL,
-            callback=lambda model, iteration, total: _record_progress(curve, model, iteration, total),
+            callback=lambda model, iteration, total: _record_progress(curve, model, iteration, total, self._progress),
         )
         return model, curve
 
@@ -182,8 +182,11 @@ class GibbsLDA(TopicModel):
         return (theta / theta.sum(axis=1, keepdims=True)).T.copy()
 
 
-def _record_progress(curve: dict, model, iteration: int, total: int) -> bool:
+def _record_progress(curve: dict, model, iteration: int, total: int, on_progress) -> bool:
+    """tomotopy's callback: record the curve's point, report it (``on_progress(iteration, total,
+    negative log-likelihood per word)``), and go on sampling."""
     curve[iteration] = float(model.ll_per_word)
+    on_progress(iteration, total, -curve[iteration])
     if iteration % LOG_INTERVAL == 0 or iteration == total:
         logger.info("gibbs_lda: iteration %d/%d, log-likelihood per word %.4f", iteration, total, curve[iteration])
     return True

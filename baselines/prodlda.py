@@ -137,7 +137,7 @@ class ProdLDA(TopicModel):
             fitted = _neural.fit_and_output(
                 self.name, network, optimizer, corpus, embeddings, settings, seed,
                 {"num_topics_": num_topics, "theta_samples_": self.theta_samples, **self._resolved(network, embeddings)},
-                drop_last=self.drop_last_batch, theta_samples=self.theta_samples,
+                drop_last=self.drop_last_batch, theta_samples=self.theta_samples, on_progress=self._progress,
             )
         self.network_ = network
         return fitted

@@ -19,10 +19,13 @@ from topicbench.tasks.corpus import load_corpus
 from topicbench.tasks.embeddings import embed_documents
 from topicbench.tasks.fit import fit_model
 from topicbench.tasks.metrics import metric_context, score_model_output
+from topicbench.tasks.progress import listening
 from topicbench.tasks.records import settings_key
 from topicbench.tasks.tracking import Tracker, check_tracking_uri, log_failed_run, log_model_run, run_record
 
 from .config import BenchmarkConfig, CorpusSpec, ModelSpec
+from .console import CONSOLE
+from .progress import live_progress
 from .runtime import prefect_defaults, shared_prefect_server, task_runner, uses_worker_processes
 
 logger = logging.getLogger(__name__)
@@ -94,6 +97,21 @@ def _fit_score_and_track(config: BenchmarkConfig, tracker: Tracker, parent: str)
     ]
     claims = tracker.claim_jobs(parent, jobs)
     finished, elsewhere, todo = _sort_claims(jobs, claims, log)
+    with live_progress(len(todo), log) as progress, listening(progress):
+        logged, failed = _fit_all(todo, claims, config, tracker, splits, progress, log)
+    summary = {
+        "experiment": config.experiment, "runs": len(jobs), "skipped_finished": len(finished),
+        "claimed_elsewhere": elsewhere, "logged": logged, "failed": failed, "parent_run_id": parent,
+    }
+    tracker.close_parent(parent, summary, failed)
+    if failed:
+        return Failed(message=f"{len(failed)} of {len(todo)} runs failed: " + "; ".join(failed), data=summary)
+    return summary
+
+
+def _fit_all(todo: list, claims: dict, config: BenchmarkConfig, tracker: Tracker, splits: dict, progress, log):
+    """Fit, score and log every job of ``todo``, each as its fit ends; a failure is recorded as
+    the job's FAILED run and the others go on. Returns the labels logged and the failures."""
     futures = _submit_fits(todo, splits)
     contexts = {}
     failed, logged = [], []
@@ -107,21 +125,17 @@ def _fit_score_and_track(config: BenchmarkConfig, tracker: Tracker, parent: str)
             log_failed_run(tracker, run_id, job, error)
             tracker.open_runs.discard(run_id)
             failed.append(f"{job.label}: {type(error).__name__}: {error}")
+            progress.run_done(job.label, failed=True)
             log.warning("[%d/%d] %s FAILED: %s", done, len(todo), job.label, error)
             continue
         log_model_run(tracker, run_id, job, result, scores, skipped)
         tracker.open_runs.discard(run_id)
         logged.append(job.label)
+        progress.run_done(job.label)
+        # in the run logs; the console shows the live progress instead (this line with -v)
         log.info("[%d/%d] %s: fitted in %.1f s (%.0f s elapsed)", done, len(todo), job.label,
                  result.output.fit_seconds, time.perf_counter() - started)
-    summary = {
-        "experiment": config.experiment, "runs": len(jobs), "skipped_finished": len(finished),
-        "claimed_elsewhere": elsewhere, "logged": logged, "failed": failed, "parent_run_id": parent,
-    }
-    tracker.close_parent(parent, summary, failed)
-    if failed:
-        return Failed(message=f"{len(failed)} of {len(todo)} runs failed: " + "; ".join(failed), data=summary)
-    return summary
+    return logged, failed
 
 
 def _sort_claims(jobs: list, claims: dict, log):
@@ -129,12 +143,12 @@ def _sort_claims(jobs: list, claims: dict, log):
     finished = [job for job in jobs if claims[job].finished_by]
     elsewhere = [f"{job.label}: claimed by {claims[job].held_by}" for job in jobs if claims[job].held_by]
     for line in elsewhere:
-        log.info("skipped %s", line)
+        log.info("skipped %s", line, extra=CONSOLE)
     # Largest corpora first: the costliest fits start early and the run does not end on one long
     # fit while the other workers idle (the order of results does not matter).
     todo = sorted((job for job in jobs if claims[job].run_id), key=lambda job: -job.corpus_data.n_tokens)
     log.info("%d runs: %d already finished (skipped), %d fitted by other processes, %d to run",
-             len(jobs), len(finished), len(elsewhere), len(todo))
+             len(jobs), len(finished), len(elsewhere), len(todo), extra=CONSOLE)
     return finished, elsewhere, todo
 
 
@@ -144,7 +158,7 @@ def _submit_fits(todo: list, splits: dict) -> dict:
     return {
         fit_model.submit(
             job.corpus_data, job.model.model, job.model.num_topics, job.model.settings, job.seed,
-            splits[job.corpus.name][1], wait_for=embeddings.get(job.embedding_key, []),
+            splits[job.corpus.name][1], job.label, wait_for=embeddings.get(job.embedding_key, []),
         ): job
         for job in todo
     }

@@ -20,6 +20,7 @@ from topicbench.flows.checks import (
     check_scheduler_reachable, integer_at_least, number_in, port_number,
 )
 from topicbench.flows.config import DEFAULT_TRACKING_DATABASE, DEFAULT_TRACKING_URI
+from topicbench.flows.console import configure_console
 
 logger = logging.getLogger("topicbench")
 
@@ -188,32 +189,43 @@ def run_benchmark_command(args) -> int:
     seconds = time.perf_counter() - started
     failed = state.is_failed()
     summary = state.result(raise_on_failure=False) if not failed else None
-    print(f"benchmark {config.experiment!r}: {'FAILED' if failed else 'completed'} in {seconds:.0f} s; "
-          f"tracking at {config.tracking_uri}")
-    if not args.no_report:
-        _write_report(config.experiment, config.tracking_uri, out)
+    print(f"benchmark {config.experiment!r} {'FAILED' if failed else 'completed'} in {_minutes(seconds)}"
+          + (f": {_runs_summary(summary)}" if isinstance(summary, dict) else ""))
+    written = None if args.no_report else _write_report(config.experiment, config.tracking_uri, out)
+    print(summary_line(written and written["markdown"], config.tracking_uri))
     if failed:
         # the flow's own cause last: a report of the runs that did finish must not hide it
         print(f"topicbench: error: {state.message}", file=sys.stderr)
         return 1
-    if isinstance(summary, dict):
-        elsewhere = summary.get("claimed_elsewhere", [])
-        print(f"{len(summary['logged'])} runs logged, {summary['skipped_finished']} already finished (skipped)"
-              + (f", {len(elsewhere)} being fitted by another process (skipped)" if elsewhere else ""))
     return 0
 
 
-def _write_report(experiment: str, tracking_uri: str, out: str) -> None:
-    """The report of whatever runs the store holds; when it has none (the flow failed before its
-    first fit), say so and go on, so that the flow's error stays the last line."""
+def _runs_summary(summary: dict) -> str:
+    elsewhere = summary.get("claimed_elsewhere", [])
+    return (f"{len(summary['logged'])} runs logged, {summary['skipped_finished']} already finished (skipped)"
+            + (f", {len(elsewhere)} being fitted by another process (skipped)" if elsewhere else ""))
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
+
+
+def summary_line(report_path: str | None, tracking_uri: str) -> str:
+    """The command's last line on success: where the report is and where the runs are tracked."""
+    return (f"report: {report_path} (and .html)" if report_path else "no report written") + f"; runs tracked at {tracking_uri}"
+
+
+def _write_report(experiment: str, tracking_uri: str, out: str) -> dict | None:
+    """The report of whatever runs the store holds (its paths, as :func:`report`); when it has
+    none (the flow failed before its first fit), say so and go on (None), so that the flow's error
+    stays the last line."""
     from topicbench.flows.report import report
 
     try:
-        written = report(experiment, tracking_uri, out)
+        return report(experiment, tracking_uri, out)
     except InputError as error:
         logger.warning("no report written: %s", error)
-        return
-    print(f"report: {written['markdown']} and {written['html']}")
+        return None
 
 
 def run_paper_command(args) -> int:
@@ -236,7 +248,9 @@ def run_paper_command(args) -> int:
 
     started = time.perf_counter()
     state = run_paper(**settings, tracking_uri=tracking_uri, out=args.out, scheduler=args.scheduler)
-    print(f"paper reproduction finished in {(time.perf_counter() - started) / 60:.1f} min; report in {args.out}/")
+    print(f"paper reproduction finished in {_minutes(time.perf_counter() - started)}")
+    report_path = Path(args.out).resolve() / "report.md"  # where the report flow writes it
+    print(summary_line(str(report_path) if report_path.is_file() else None, tracking_uri))
     if state.is_failed():
         print(f"topicbench: error: {state.message}", file=sys.stderr)
         return 1
@@ -479,15 +493,8 @@ def main(argv=None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exit_:  # a usage error (argparse printed it) or --help: its code, returned
         return exit_.code if isinstance(exit_.code, int) else 2
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        datefmt="%H:%M:%S",
-        stream=sys.stderr,
-        force=True,  # this call's stderr, also when main runs more than once in a process (tests)
-    )
-    for noisy in ("httpx", "httpcore", "alembic", "mlflow.store", "distributed", "prefect.task_runs"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    # libraries' INFO only with -v, on the console alone: Prefect's run logs still get every record
+    configure_console(args.verbose, sys.stderr)
     previous_sigterm = signal.signal(signal.SIGTERM, _interrupt_on_sigterm)
     try:
         return args.handler(args)

@@ -22,6 +22,8 @@ import sys
 
 from topicbench.core.dask_cluster import local_cluster_options
 
+from .console import CONSOLE
+
 logger = logging.getLogger(__name__)
 
 #: Seconds to wait for the temporary Prefect server unless
@@ -87,6 +89,8 @@ def start_prefect_server(timeout: float):
     home = PREFECT_HOME.value()
     home.mkdir(parents=True, exist_ok=True)
     errors = []
+    # on the console: the start takes a while (seconds to minutes on a fresh PREFECT_HOME)
+    logger.info("starting a temporary Prefect API server (to use your own, set PREFECT_API_URL)", extra=CONSOLE)
     for attempt in (1, 2):
         server = _guarded_server_class()()
         try:

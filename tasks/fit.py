@@ -12,6 +12,7 @@ from topicbench.baselines.registry import MODELS
 from topicbench.core.corpus import Corpus
 from topicbench.core.output import TopicModelOutput
 from topicbench.core.threads import worker_threads
+from topicbench.tasks.progress import fit_progress
 
 
 @dataclass(frozen=True, eq=False)
@@ -28,13 +29,16 @@ class FitResult:
 @task(name="fit_model", retries=0, cache_policy=NONE)
 def fit_model(
     corpus: Corpus, model: str, num_topics, settings: dict, seed: int, heldout: Corpus | None = None,
+    label: str | None = None,
 ) -> FitResult:
     """``MODELS.get(model)(num_topics, random_state=seed, **settings).fit(corpus)``, plus
     p(topic | document) of the ``heldout`` documents for models that can infer them. numba and
     BLAS threads are held to the Dask worker's thread count when it runs inside one. Fits never
-    retry."""
-    with worker_threads():
-        estimator = MODELS.get(model)(num_topics, random_state=seed, **settings).fit(corpus)
+    retry. The fit's progress, under ``label`` (default "model@corpus seed N"), goes to the
+    benchmark's live display or the run logs (:func:`~topicbench.tasks.progress.fit_progress`)."""
+    label = label or f"{model}@{corpus.name} seed {seed}"
+    with worker_threads(), fit_progress(label) as on_progress:
+        estimator = MODELS.get(model)(num_topics, random_state=seed, **settings).fit(corpus, on_progress=on_progress)
         theta = None
         if heldout is not None and estimator.supports_transform:
             theta = estimator.transform(heldout)

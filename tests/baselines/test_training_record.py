@@ -43,7 +43,12 @@ def test_training_record_pairs_losses_with_steps():
     ("fastopic", {"epochs": 3}, [1, 2, 3]),
 ])
 def test_iterative_models_record_their_loss_curve_and_verdict(name, settings, steps, small_synthetic):
-    output = MODELS.get(name)(4, random_state=0, **settings).fit(small_synthetic.corpus).output_
+    reported = []
+    output = MODELS.get(name)(4, random_state=0, **settings).fit(
+        small_synthetic.corpus, on_progress=lambda *progress: reported.append(progress)).output_
+    # the progress callback saw each recorded step, with the recorded loss, of the final total
+    assert [step for step, _, _ in reported] == steps and {total for _, total, _ in reported} == {steps[-1]}
+    np.testing.assert_allclose([loss for _, _, loss in reported], output.extra["training_loss"], rtol=1e-12)
     assert output.extra["training_steps"] == steps
     assert len(output.extra["training_loss"]) == len(steps) and np.all(np.isfinite(output.extra["training_loss"]))
     assert output.extra["training_loss_kind"]
@@ -84,3 +89,13 @@ def test_elda_compiles_its_kernels_once_per_process_outside_the_timed_fit(small_
     assert calls.count("warm-up") == 1 and len(calls) == 3
     assert elda_model._WARM == {("raw_umass", "exact")}
     assert output.extra["setup_seconds"] >= 0.0 and output.fit_seconds > 0.0
+
+
+def test_elda_reports_its_links_as_progress(small_synthetic):
+    reported = []
+    model = MODELS.get("elda")(random_state=0, kappa=1.5).fit(
+        small_synthetic.corpus, on_progress=lambda *progress: reported.append(progress))
+    budget = model.resolved_["budget_"]
+    assert reported and reported[-1][:2] == (budget, budget)
+    assert [step for step, _, _ in reported] == sorted(step for step, _, _ in reported)
+    assert reported[-1][2] == pytest.approx(-model.output_.extra["log_posterior"])  # the loss: -F
