@@ -168,7 +168,10 @@ class PeriodicLogLines:
 
 
 def is_terminal(stream) -> bool:
-    return bool(getattr(stream, "isatty", lambda: False)()) and os.environ.get("TERM") != "dumb"
+    try:
+        return bool(stream.isatty()) and os.environ.get("TERM") != "dumb"
+    except (AttributeError, ValueError):  # no isatty, or a closed stream: not a terminal to draw on
+        return False
 
 
 @contextlib.contextmanager

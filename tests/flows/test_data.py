@@ -310,6 +310,6 @@ def test_fetch_congress_then_run_a_benchmark_by_name_without_shared_data(server,
     result = subprocess.run(topicbench("run", "bench.yaml"), cwd=work, env={**topicbench_env(tmp_path / "prefect"),
                             "TOPICBENCH_DATA": str(cache)}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=1200)
     assert result.returncode == 0, result.stdout[-3000:]
-    assert "benchmark 'congress-by-name': completed" in result.stdout
+    assert "benchmark 'congress-by-name' completed in" in result.stdout
     report = (work / "results" / "congress-by-name" / "report.md").read_text()
     assert "congress" in report
