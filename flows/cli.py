@@ -21,6 +21,7 @@ from topicbench.flows.checks import (
 )
 from topicbench.flows.config import DEFAULT_TRACKING_DATABASE, DEFAULT_TRACKING_URI
 from topicbench.flows.console import configure_console
+from topicbench.flows.runtime import prefect_defaults
 
 logger = logging.getLogger("topicbench")
 
@@ -495,6 +496,9 @@ def main(argv=None) -> int:
         return exit_.code if isinstance(exit_.code, int) else 2
     # libraries' INFO only with -v, on the console alone: Prefect's run logs still get every record
     configure_console(args.verbose, sys.stderr)
+    # every command that runs a flow (report and paper too, not only run): no analytics sent from
+    # a temporary Prefect server, and a patient start of one
+    prefect_defaults()
     previous_sigterm = signal.signal(signal.SIGTERM, _interrupt_on_sigterm)
     try:
         return args.handler(args)
