@@ -74,3 +74,68 @@ def test_a_benchmark_is_tracked_on_an_mlflow_server_and_reported_from_it(tiny_oc
     assert f"report: {out / 'report.md'}" in output and "(2 runs, 0 failed)" in output
     markdown = (out / "report.md").read_text()
     assert "elda" in markdown and "gibbs_lda" in markdown
+
+
+# -- Prefect's API server ----------------------------------------------------------------------
+
+
+def benchmark_flow_runs(api_url: str) -> dict:
+    """{flow run id: flow run} of the flows named "benchmark" on the Prefect server at ``api_url``."""
+    from prefect.client.orchestration import SyncPrefectClient
+    from prefect.client.schemas.filters import FlowFilter, FlowFilterName
+
+    with SyncPrefectClient(api_url) as client:
+        runs = client.read_flow_runs(flow_filter=FlowFilter(name=FlowFilterName(any_=["benchmark"])))
+    return {run.id: run for run in runs}
+
+
+def task_run_names(api_url: str, flow_run_id) -> list:
+    from prefect.client.orchestration import SyncPrefectClient
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    with SyncPrefectClient(api_url) as client:
+        runs = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])))
+    return sorted(run.name for run in runs if run.state is not None and run.state.is_completed())
+
+
+def run_watching_children(arguments: list, env: dict, cwd: Path) -> tuple:
+    """Run a ``topicbench`` command to its end, noting the command lines of every process it
+    started meanwhile; (console output, command lines)."""
+    import time
+
+    import psutil
+
+    process = subprocess.Popen(topicbench(*arguments), env=env, cwd=cwd, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+    seen, deadline = set(), time.monotonic() + COMMAND_SECONDS
+    while process.poll() is None and time.monotonic() < deadline:
+        for child in psutil.Process(process.pid).children(recursive=True):
+            try:
+                seen.add(" ".join(child.cmdline()))
+            except psutil.Error:  # ended meanwhile
+                pass
+        time.sleep(0.2)
+    output = process.communicate(timeout=60)[0]
+    assert process.returncode == 0, output[-4000:]
+    return output, seen
+
+
+@pytest.mark.slow
+def test_with_prefect_api_url_the_runs_are_recorded_on_that_server_and_none_starts(tiny_octis, tmp_path, prefect_api):
+    config = write_config(tmp_path, tiny_octis, ELDA_AND_GIBBS, seeds=(0,))
+    store = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    before = benchmark_flow_runs(prefect_api.url)
+    output, children = run_watching_children(
+        ["run", str(config), "--tracking-uri", store, "--no-report"],
+        topicbench_env(tmp_path / "prefect", prefect_api.url), tmp_path,
+    )
+    assert "temporary Prefect API server" not in output, output[-3000:]
+    assert not [line for line in children if "uvicorn" in line or "prefect.server" in line], children
+
+    new = {run_id: run for run_id, run in benchmark_flow_runs(prefect_api.url).items() if run_id not in before}
+    (flow_run,) = new.values()
+    assert flow_run.state.is_completed(), flow_run.state
+    names = task_run_names(prefect_api.url, flow_run.id)
+    assert sum(name.startswith("fit_model") for name in names) == 2, names
+    assert sum(name.startswith("log_model_run") for name in names) == 2, names
+    assert {r.info.status for r in fit_runs_of(MlflowClient(store))} == {"FINISHED"}
