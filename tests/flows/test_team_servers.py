@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from servers import mlflow_server, prefect_api  # noqa: F401 (fixtures)
+from servers import dask_cluster, mlflow_server, prefect_api, worker_addresses  # noqa: F401 (fixtures)
 from test_run_claims import topicbench, topicbench_env, write_config
 
 #: A benchmark of E-LDA and a baseline, small enough for seconds per fit.
@@ -139,3 +139,45 @@ def test_with_prefect_api_url_the_runs_are_recorded_on_that_server_and_none_star
     assert sum(name.startswith("fit_model") for name in names) == 2, names
     assert sum(name.startswith("log_model_run") for name in names) == 2, names
     assert {r.info.status for r in fit_runs_of(MlflowClient(store))} == {"FINISHED"}
+
+
+# -- a Dask scheduler and two workers ------------------------------------------------------------
+
+
+def executed_per_worker(address: str) -> dict:
+    """{worker address: tasks it has executed} of the scheduler at ``address``."""
+    from distributed import Client
+
+    with Client(address, timeout="10s") as client:
+        return client.run(lambda dask_worker: dask_worker.state.executed_count)
+
+
+@pytest.mark.slow
+def test_a_benchmark_runs_its_fits_on_a_dask_scheduler_and_its_workers(tiny_octis, tmp_path, dask_cluster, prefect_api):
+    config = write_config(tmp_path, tiny_octis, ELDA_AND_GIBBS, seeds=(0,))
+    store = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    run_command(["run", str(config), "--tracking-uri", store, "--scheduler", dask_cluster.url, "--no-report"],
+                topicbench_env(tmp_path / "prefect", prefect_api.url), tmp_path)
+    runs = fit_runs_of(MlflowClient(store))
+    assert sorted(r.data.tags["model"] for r in runs) == ["elda", "gibbs_lda"]
+    assert {r.info.status for r in runs} == {"FINISHED"}
+    workers = worker_addresses(dask_cluster.url)
+    worker_pids = {str(pid) for worker in dask_cluster.extra["workers"] for pid in worker.group_pids()}
+    for run in runs:  # each fit ran in a worker process of the cluster, not in topicbench's
+        assert run.data.tags["topicbench.fitted_on.dask_worker"] in workers, run.data.tags
+        assert run.data.tags["topicbench.fitted_on.pid"] in worker_pids, (run.data.tags, worker_pids)
+
+
+@pytest.mark.slow
+def test_parallel_elda_runs_its_rounds_on_a_dask_scheduler_and_its_workers(tiny_octis, tmp_path, dask_cluster):
+    before = executed_per_worker(dask_cluster.url)
+    out = tmp_path / "elda.json"
+    output = run_command(
+        ["elda", "--algorithm", "parallel", "--scheduler", dask_cluster.url, "--corpus", str(tiny_octis),
+         "--preprocessed", "--kappa", "2", "--json", str(out)],
+        topicbench_env(tmp_path / "prefect"), tmp_path,
+    )
+    assert "adaptive rounds" in output and out.is_file()
+    after = executed_per_worker(dask_cluster.url)
+    assert set(after) == set(before) and len(after) == 2
+    assert all(after[worker] > before[worker] for worker in after), (before, after)  # both workers held shards
