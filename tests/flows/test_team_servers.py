@@ -181,3 +181,77 @@ def test_parallel_elda_runs_its_rounds_on_a_dask_scheduler_and_its_workers(tiny_
     after = executed_per_worker(dask_cluster.url)
     assert set(after) == set(before) and len(after) == 2
     assert all(after[worker] > before[worker] for worker in after), (before, after)  # both workers held shards
+
+
+# -- topicbench serve: a Prefect deployment of the benchmark ------------------------------------
+
+
+def test_serve_without_a_prefect_server_is_a_one_line_error(tiny_octis, tmp_path, monkeypatch, capsys):
+    from topicbench.flows.cli import main
+
+    config = write_config(tmp_path, tiny_octis, ELDA_AND_GIBBS, seeds=(0,))
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    assert main(["serve", str(config)]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "topicbench: error: topicbench serve needs a Prefect server: start one (`prefect server start`) and set "
+        "PREFECT_API_URL=http://127.0.0.1:4200/api"
+    ]
+    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:9/api")
+    assert main(["serve", str(config)]) == 2
+    assert "the Prefect server at PREFECT_API_URL=http://127.0.0.1:9/api does not answer" in capsys.readouterr().err
+
+
+def test_serve_refuses_a_schedule_that_is_not_cron(tiny_octis, tmp_path, monkeypatch, capsys, prefect_api):
+    from topicbench.flows.cli import main
+
+    config = write_config(tmp_path, tiny_octis, ELDA_AND_GIBBS, seeds=(0,))
+    monkeypatch.setenv("PREFECT_API_URL", prefect_api.url)
+    assert main(["serve", str(config), "--cron", "every night"]) == 2
+    assert "--cron: 'every night' is not a cron schedule" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_a_served_benchmark_runs_when_triggered_through_the_server(tiny_octis, tmp_path, prefect_api):
+    import signal
+    import time
+
+    from prefect.client.orchestration import SyncPrefectClient
+    from prefect.deployments import run_deployment
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    config = write_config(tmp_path, tiny_octis, ELDA_AND_GIBBS, seeds=(0,))
+    store = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    serving = subprocess.Popen(
+        topicbench("serve", str(config), "--cron", "0 2 * * *", "--name", "nightly", "--tracking-uri", store,
+                   "--out", str(tmp_path / "report")),
+        env=topicbench_env(tmp_path / "prefect", prefect_api.url), cwd=tmp_path, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        with temporary_settings(updates={PREFECT_API_URL: prefect_api.url}), SyncPrefectClient(prefect_api.url) as client:
+            deadline = time.monotonic() + COMMAND_SECONDS
+            while not _deployment_exists(client, "topicbench-benchmark/nightly"):
+                assert serving.poll() is None and time.monotonic() < deadline, serving.communicate()[0][-4000:]
+                time.sleep(1)
+            deployment = client.read_deployment_by_name("topicbench-benchmark/nightly")
+            assert [s.schedule.cron for s in deployment.schedules] == ["0 2 * * *"]
+            flow_run = run_deployment("topicbench-benchmark/nightly", timeout=COMMAND_SECONDS)
+            assert client.read_flow_run(flow_run.id).state.is_completed(), flow_run.state
+    finally:
+        serving.send_signal(signal.SIGTERM)
+        output = serving.communicate(timeout=120)[0]
+    assert serving.returncode == 0 and "stopped serving 'nightly'" in output, output[-4000:]
+    runs = fit_runs_of(MlflowClient(store))
+    assert sorted(r.data.tags["model"] for r in runs) == ["elda", "gibbs_lda"]
+    assert {r.info.status for r in runs} == {"FINISHED"}
+    assert (tmp_path / "report" / "report.md").is_file()
+
+
+def _deployment_exists(client, name: str) -> bool:
+    from prefect.exceptions import ObjectNotFound
+
+    try:
+        client.read_deployment_by_name(name)
+    except ObjectNotFound:
+        return False
+    return True
