@@ -231,11 +231,11 @@ def run_serve_command(args) -> int:
     from topicbench.tasks.tracking import check_tracking_uri
 
     _hide_library_tracebacks(args.verbose)
-    require_prefect_server()
     config_path = str(Path(args.config).resolve())
     config = BenchmarkConfig.from_yaml(config_path)  # checked now; each run reads it again
     if args.cron:
         _check_cron(args.cron)
+    require_prefect_server()
     tracking_uri = _config_tracking_uri(args.tracking_uri, config, from_file=True)
     out = str(Path(args.out or Path.cwd() / "results" / config.experiment).resolve())
     check_output_folder(out, "--out (the report folder)")

@@ -201,11 +201,10 @@ def test_serve_without_a_prefect_server_is_a_one_line_error(tiny_octis, tmp_path
     assert "the Prefect server at PREFECT_API_URL=http://127.0.0.1:9/api does not answer" in capsys.readouterr().err
 
 
-def test_serve_refuses_a_schedule_that_is_not_cron(tiny_octis, tmp_path, monkeypatch, capsys, prefect_api):
+def test_serve_refuses_a_schedule_that_is_not_cron(tiny_octis, tmp_path, capsys):
     from topicbench.flows.cli import main
 
     config = write_config(tmp_path, tiny_octis, ELDA_AND_GIBBS, seeds=(0,))
-    monkeypatch.setenv("PREFECT_API_URL", prefect_api.url)
     assert main(["serve", str(config), "--cron", "every night"]) == 2
     assert "--cron: 'every night' is not a cron schedule" in capsys.readouterr().err
 
