@@ -21,6 +21,7 @@ from topicbench.flows.checks import (
 )
 from topicbench.flows.config import DEFAULT_TRACKING_DATABASE, DEFAULT_TRACKING_URI
 from topicbench.flows.console import configure_console
+from topicbench.flows.runtime import prefect_defaults
 
 logger = logging.getLogger("topicbench")
 
@@ -31,8 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="show debug logging")
     commands = parser.add_subparsers(dest="command", required=True)
-    for add_command in (_add_elda_command, _add_run_command, _add_report_command, _add_paper_command, _add_data_command,
-                        _add_ui_command):
+    for add_command in (_add_elda_command, _add_run_command, _add_serve_command, _add_report_command,
+                        _add_paper_command, _add_data_command, _add_ui_command):
         add_command(commands)
     return parser
 
@@ -89,6 +90,22 @@ def _add_run_command(commands) -> None:
     run.add_argument("--no-report", action="store_true", help="do not write the report afterwards")
     run.add_argument("--out", help="report folder (default: results/<experiment>)")
     run.set_defaults(handler=run_benchmark_command)
+
+
+def _add_serve_command(commands) -> None:
+    """topicbench serve: the benchmark as a Prefect deployment, on a schedule or run by hand."""
+    serve = commands.add_parser(
+        "serve", help="serve a benchmark as a Prefect deployment (on a cron schedule, or run by hand)",
+        description="Register the deployment topicbench-benchmark/NAME of a benchmark config with the Prefect "
+        "server at PREFECT_API_URL and run its flow runs until stopped; each run reads the config afresh, "
+        "skips finished runs and writes the report.",
+    )
+    serve.add_argument("config", help="a benchmark YAML config")
+    serve.add_argument("--cron", help='a cron schedule, e.g. "0 2 * * *" (02:00 every night); none: runs started by hand')
+    serve.add_argument("--name", help="the deployment's name (default: the config's experiment)")
+    serve.add_argument("--tracking-uri", help=f"MLflow tracking URI (default: the config's, else {DEFAULT_TRACKING_URI})")
+    serve.add_argument("--out", help="report folder (default: results/<experiment>)")
+    serve.set_defaults(handler=run_serve_command)
 
 
 def _add_report_command(commands) -> None:
@@ -166,7 +183,7 @@ def run_benchmark_command(args) -> int:
     _hide_library_tracebacks(args.verbose)
 
     config = BenchmarkConfig.from_yaml(args.config) if args.config else default_config()
-    overrides = {"tracking_uri": _tracking_uri(args.tracking_uri) if (args.tracking_uri or not args.config or config.tracking_uri == DEFAULT_TRACKING_URI) else config.tracking_uri}
+    overrides = {"tracking_uri": _config_tracking_uri(args.tracking_uri, config, from_file=bool(args.config))}
     if args.experiment:
         overrides["experiment"] = args.experiment
     if args.workers:
@@ -198,6 +215,49 @@ def run_benchmark_command(args) -> int:
         print(f"topicbench: error: {state.message}", file=sys.stderr)
         return 1
     return 0
+
+
+def _config_tracking_uri(given: str | None, config, from_file: bool) -> str:
+    """The tracking URI a command uses: the one given, else the config file's own, else the default
+    database under ./results/ (as an absolute path)."""
+    if given or not from_file or config.tracking_uri == DEFAULT_TRACKING_URI:
+        return _tracking_uri(given)
+    return config.tracking_uri
+
+
+def run_serve_command(args) -> int:
+    from topicbench.flows.config import BenchmarkConfig
+    from topicbench.flows.serve import require_prefect_server, serve_benchmark
+    from topicbench.tasks.tracking import check_tracking_uri
+
+    _hide_library_tracebacks(args.verbose)
+    config_path = str(Path(args.config).resolve())
+    config = BenchmarkConfig.from_yaml(config_path)  # checked now; each run reads it again
+    if args.cron:
+        _check_cron(args.cron)
+    require_prefect_server()
+    tracking_uri = _config_tracking_uri(args.tracking_uri, config, from_file=True)
+    out = str(Path(args.out or Path.cwd() / "results" / config.experiment).resolve())
+    check_output_folder(out, "--out (the report folder)")
+    if config.scheduler:
+        check_scheduler_reachable(config.scheduler, DEFAULT_CONNECT_TIMEOUT)
+    check_tracking_uri(tracking_uri)
+    try:
+        serve_benchmark(config_path, tracking_uri=tracking_uri, report_folder=out,
+                        name=args.name or config.experiment, cron=args.cron)
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM while serving: the ordinary way to stop it
+        pass
+    print(f"stopped serving {args.name or config.experiment!r}")
+    return 0
+
+
+def _check_cron(cron: str) -> None:
+    from prefect.client.schemas.schedules import CronSchedule
+
+    try:
+        CronSchedule(cron=cron)
+    except ValueError:  # pydantic's ValidationError
+        raise InputError(f"--cron: {cron!r} is not a cron schedule (five fields, e.g. \"0 2 * * *\" for 02:00 every night)") from None
 
 
 def _runs_summary(summary: dict) -> str:
@@ -495,6 +555,9 @@ def main(argv=None) -> int:
         return exit_.code if isinstance(exit_.code, int) else 2
     # libraries' INFO only with -v, on the console alone: Prefect's run logs still get every record
     configure_console(args.verbose, sys.stderr)
+    # every command that runs a flow (report and paper too, not only run): no analytics sent from
+    # a temporary Prefect server, and a patient start of one
+    prefect_defaults()
     previous_sigterm = signal.signal(signal.SIGTERM, _interrupt_on_sigterm)
     try:
         return args.handler(args)

@@ -39,10 +39,14 @@ class PrefectServerStartError(RuntimeError):
 
 
 def prefect_defaults() -> None:
-    """Quiet, local defaults unless the user set them: no analytics, a patient server start."""
+    """Quiet, local defaults unless the user set them: no analytics, a patient server start, and
+    run logs kept off a temporary server's API."""
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault(STARTUP_TIMEOUT_SETTING, str(SERVER_STARTUP_SECONDS))
-    os.environ.setdefault("PREFECT_LOGGING_TO_API_ENABLED", "false")
+    if not os.environ.get("PREFECT_API_URL"):
+        # run logs go to a server of the user's (a lab reads them there, e.g. a served
+        # deployment's); a temporary server's would be lost with it
+        os.environ.setdefault("PREFECT_LOGGING_TO_API_ENABLED", "false")
 
 
 @contextlib.contextmanager

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+import socket
+from dataclasses import dataclass, field
 
 import numpy as np
 from prefect import task
@@ -18,12 +20,14 @@ from topicbench.tasks.progress import fit_progress
 @dataclass(frozen=True, eq=False)
 class FitResult:
     """What a fit sends back to the flow: the output, the model's resolved values (tracked as
-    ``resolved.<name>``) and p(topic | document) of the held-out documents where the model can
-    infer them."""
+    ``resolved.<name>``), p(topic | document) of the held-out documents where the model can
+    infer them, and where it was fitted (:func:`fit_location`, tracked as ``topicbench.fitted_on.*``
+    tags)."""
 
     output: TopicModelOutput
     resolved: dict
     heldout_theta: np.ndarray | None = None
+    fitted_on: dict = field(default_factory=dict)
 
 
 @task(name="fit_model", retries=0, cache_policy=NONE)
@@ -42,4 +46,17 @@ def fit_model(
         theta = None
         if heldout is not None and estimator.supports_transform:
             theta = estimator.transform(heldout)
-        return FitResult(estimator.output_, dict(estimator.resolved_), theta)
+        return FitResult(estimator.output_, dict(estimator.resolved_), theta, fit_location())
+
+
+def fit_location() -> dict:
+    """Where this code runs: ``host``, ``pid`` and, inside a Dask worker, ``dask_worker`` (its
+    address), so a run on a shared cluster says which machine and process fitted it."""
+    location = {"host": socket.gethostname(), "pid": str(os.getpid())}
+    try:
+        from distributed import get_worker  # imported here for its import cost, as in core.threads
+
+        location["dask_worker"] = get_worker().address
+    except (ImportError, ValueError):  # not inside a Dask worker
+        pass
+    return location

@@ -39,6 +39,9 @@ logger = logging.getLogger(__name__)
 
 PARENT_ROLE, FIT_ROLE = "benchmark", "fit"
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+# on a tracking server MLflow's client prints a "View run ... at: URL" line per ended run (two
+# lines a run on the console); the report and the summary line already say where the runs are
+os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
 _TOP = re.compile(r"^(.*)_top(\d+)$")
 
 #: Seconds between two heartbeats of a process's RUNNING runs.
@@ -528,6 +531,8 @@ class Tracker:
         output = fit.output
         if fit.resolved:
             self.client.log_batch(run_id, params=_params({f"resolved.{k}": v for k, v in fit.resolved.items()}))
+        if fit.fitted_on:
+            self._set_tags(run_id, {f"topicbench.fitted_on.{k}": v for k, v in fit.fitted_on.items()})
         metrics = {"fit_seconds": output.fit_seconds, "num_topics_used": output.n_topics}
         if output.peak_memory_mb is not None:
             metrics["peak_memory_mb"] = output.peak_memory_mb
