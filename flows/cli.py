@@ -20,7 +20,7 @@ from topicbench.flows.checks import (
     check_scheduler_reachable, integer_at_least, number_in, port_number,
 )
 from topicbench.flows.config import DEFAULT_TRACKING_DATABASE, DEFAULT_TRACKING_URI
-from topicbench.flows.console import configure_console
+from topicbench.flows.console import configure_console, quiet_worker_consoles
 from topicbench.flows.runtime import prefect_defaults
 
 logger = logging.getLogger("topicbench")
@@ -555,6 +555,7 @@ def main(argv=None) -> int:
         return exit_.code if isinstance(exit_.code, int) else 2
     # libraries' INFO only with -v, on the console alone: Prefect's run logs still get every record
     configure_console(args.verbose, sys.stderr)
+    quiet_worker_consoles(args.verbose)
     # every command that runs a flow (report and paper too, not only run): no analytics sent from
     # a temporary Prefect server, and a patient start of one
     prefect_defaults()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import sys
 
 #: ``extra=`` of a log record meant for the console at the default verbosity (e.g. the
@@ -25,6 +26,20 @@ LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 #: Loggers too chatty even for -v (transport and database-migration detail).
 QUIET_LOGGERS = ("httpx", "httpcore", "alembic", "mlflow.store", "distributed")
+
+
+#: Prefect's console handler level, read from the environment by every process that sets up
+#: Prefect's logging when it starts (a local cluster's Dask worker processes).
+WORKER_CONSOLE_LEVEL_SETTING = "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL"
+
+
+def quiet_worker_consoles(verbose: bool) -> None:
+    """At the default verbosity, the processes started from here (a local cluster's Dask workers)
+    print warnings and errors only: without this each worker prints Prefect's "Finished in state"
+    and every fit's progress lines, about a thousand lines for the paper's benchmark. Their run
+    logs keep every record; a level the user set is kept."""
+    if not verbose:
+        os.environ.setdefault(WORKER_CONSOLE_LEVEL_SETTING, "WARNING")
 
 
 class ConsoleFilter(logging.Filter):

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import io
 import logging
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -100,3 +103,27 @@ def test_a_record_takes_the_live_line_away_while_it_is_written():
     handler.live = Pausing(stream)
     logging.getLogger("topicbench").warning("careful")
     assert stream.getvalue().startswith("<away>") and stream.getvalue().endswith("careful\n<back>")
+
+
+def test_worker_processes_print_warnings_only_unless_verbose(monkeypatch):
+    from topicbench.flows.console import WORKER_CONSOLE_LEVEL_SETTING, quiet_worker_consoles
+
+    monkeypatch.delenv(WORKER_CONSOLE_LEVEL_SETTING, raising=False)
+    quiet_worker_consoles(verbose=True)
+    assert WORKER_CONSOLE_LEVEL_SETTING not in os.environ
+    quiet_worker_consoles(verbose=False)
+    assert os.environ[WORKER_CONSOLE_LEVEL_SETTING] == "WARNING"
+    monkeypatch.setenv(WORKER_CONSOLE_LEVEL_SETTING, "DEBUG")  # the user's choice is kept
+    quiet_worker_consoles(verbose=False)
+    assert os.environ[WORKER_CONSOLE_LEVEL_SETTING] == "DEBUG"
+
+
+@pytest.mark.parametrize("level, expected", [("WARNING", logging.WARNING), ("", 0)])
+def test_a_process_started_with_the_setting_gets_a_quiet_prefect_console(level, expected):
+    # what a local cluster's Dask worker does when it starts: Prefect sets up its logging from the
+    # environment, so its console handler (on the root logger) takes the level; its API handler does not
+    code = ("import logging; from prefect.logging.configuration import setup_logging; setup_logging(); "
+            "print([h.level for h in logging.getLogger().handlers if type(h).__name__ == 'PrefectConsoleHandler'])")
+    env = {**os.environ, "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": level}
+    printed = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert printed.stdout.strip() == f"[{expected}]", printed.stderr[-2000:]
