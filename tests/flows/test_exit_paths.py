@@ -175,6 +175,13 @@ def wait_gone(pids, seconds: float) -> list:
         time.sleep(0.2)
 
 
+def with_ctrl_c_restored():
+    """``preexec_fn`` for a child that must see Ctrl-C: a shell's background job (``cmd &``) starts
+    with SIGINT ignored, the child inherits that and Python then installs no KeyboardInterrupt
+    handler; reset it so the test holds however pytest itself was started."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.fixture
 def slow_corpus(tmp_path):
     """400 documents of 100 tokens: 2000 Gibbs sweeps take a few seconds, time to send a signal."""
@@ -255,7 +262,8 @@ def test_a_signal_ends_every_run_killed_and_stops_the_server(slow_corpus, tmp_pa
     # once everything is closed (a fit running in a thread would otherwise hold its exit)
     process = subprocess.Popen(topicbench("run", str(config), "--tracking-uri", store, "--no-report"),
                                env=topicbench_env(tmp_path / "prefect"), cwd=tmp_path,
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               preexec_fn=with_ctrl_c_restored)
     wait_for_fit_claims(database, process, 2)
     time.sleep(1.5)  # into the fits
     children = [child.pid for child in psutil.Process(process.pid).children(recursive=True)]
@@ -315,6 +323,7 @@ def test_ui_stopped_with_ctrl_c_takes_its_server_and_workers_down(tmp_path):
     ui = subprocess.Popen(
         [sys.executable, "-m", "topicbench.flows.cli", "ui", "--tracking-uri", store, "--port", str(port)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=topicbench_env(tmp_path),
+        preexec_fn=with_ctrl_c_restored,
     )
     deadline = time.monotonic() + 180
     while not _listening(port):
