@@ -80,6 +80,11 @@ class FASTopic(TopicModel):
         Stop when the larger of the two marginals' L1 errors is at most this (0.005).
     embedding_model : str or None
         A local sentence-transformers folder (``None``: the bundled all-MiniLM-L6-v2).
+    vocab_size : int or None
+        Train on the ``vocab_size`` words of highest document frequency only, as topmost's
+        ``Preprocess(vocab_size=N)``, which the package's README passes to FASTopic (``None``, the
+        package's default: every corpus word). The document embeddings, the documents and the
+        output's columns (the corpus vocabulary; words left out have probability 0) are unchanged.
     threads : int
         torch CPU threads during the fit.
     top_words : int
@@ -105,6 +110,7 @@ class FASTopic(TopicModel):
         "sinkhorn_max_iterations": 5000,
         "sinkhorn_tolerance": 0.005,
         "embedding_model": None,
+        "vocab_size": None,
         "threads": 1,
         "top_words": OUTPUT_TOP_WORDS,
     }
@@ -116,6 +122,8 @@ class FASTopic(TopicModel):
         require_positive(
             self.name, settings, ["learning_rate", "dt_alpha", "tw_alpha", "theta_temperature", "sinkhorn_tolerance"]
         )
+        if settings["vocab_size"] is not None:
+            require_integers(self.name, settings, {"vocab_size": 2})
 
     def _setup(self, corpus: Corpus) -> None:
         """Import torch and load the corpus's (cached) document embeddings before the timed fit."""
@@ -133,9 +141,10 @@ class FASTopic(TopicModel):
         settings, seed = self.settings, self.random_state
         embeddings = document_embeddings(corpus, model_path=settings["embedding_model"])
         device = _neural.torch_device()
+        columns = trained_words(corpus, settings["vocab_size"])
         with _neural.seeded(seed, settings["threads"]):
-            entries = WordCounts(corpus.doc_term, device)  # the full batch
-            network = build_network(num_topics, corpus.n_words, embeddings.shape[1], settings).to(device)
+            entries = WordCounts(corpus.doc_term[:, columns], device)  # the full batch
+            network = build_network(num_topics, len(columns), embeddings.shape[1], settings).to(device)
             document_vectors = torch.as_tensor(embeddings, dtype=torch.float32).to(device)
             optimizer = _neural.adam(network.parameters(), lr=float(settings["learning_rate"]))
             trace = []
@@ -155,7 +164,8 @@ class FASTopic(TopicModel):
                         trace[-1], network.sinkhorn["DT"]["steps"], network.sinkhorn["TW"]["steps"],
                     )
             with torch.no_grad():
-                topic_word = normalize_rows(network.get_beta().double().cpu().numpy())
+                topic_word = np.zeros((num_topics, corpus.n_words))
+                topic_word[:, columns] = normalize_rows(network.get_beta().double().cpu().numpy())
                 theta = network.get_theta(document_vectors, document_vectors).double().cpu().numpy()
         self.network_ = network
         self.train_document_vectors_ = document_vectors
@@ -167,7 +177,8 @@ class FASTopic(TopicModel):
             topic_document_matrix=normalize_rows(theta).T.copy(),
             extra=training_record(trace, kind="DSR reconstruction + both transport costs (full batch)"),
         )
-        return output, {"num_topics_": num_topics, "embedding_size_": int(embeddings.shape[1]), "device_": device}
+        resolved = {"num_topics_": num_topics, "embedding_size_": int(embeddings.shape[1]), "device_": device}
+        return output, {**resolved, "trained_vocabulary_size_": len(columns)}
 
     def _transform(self, corpus: Corpus) -> np.ndarray:
         import torch
@@ -179,6 +190,15 @@ class FASTopic(TopicModel):
         with _neural.seeded(0, self.settings["threads"]), torch.no_grad():
             theta = self.network_.get_theta(vectors, self.train_document_vectors_).double().cpu().numpy()
         return normalize_rows(theta).T.copy()
+
+
+def trained_words(corpus: Corpus, vocab_size: int | None) -> np.ndarray:
+    """Word ids FASTopic trains on, ascending: all, or the ``vocab_size`` of highest document
+    frequency (ties: lower id, as the corpus orders them; topmost ranks by document count too)."""
+    if vocab_size is None or vocab_size >= corpus.n_words:
+        return np.arange(corpus.n_words)
+    document_frequency = np.bincount(corpus.doc_term.indices, minlength=corpus.n_words)
+    return np.sort(np.argsort(-document_frequency, kind="stable")[:vocab_size])
 
 
 def build_network(num_topics: int, vocabulary_size: int, embedding_size: int, settings: dict):

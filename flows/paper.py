@@ -4,7 +4,9 @@
   Gibbs / Gibbs-Sparse / Gibbs-Bayes settings; each run is scored by the log posterior of its own
   token assignment, of E-LDA on its topics with the matched budget, and of RandK.
 - Set 2 (semantic quality): E-LDA with each keyword generator (kappa = 2) and every baseline that
-  has landed, scored by coherence over the N grid (UMass, NPMI, C_V, embedding) and diversity.
+  has landed, scored by coherence over the N grid (UMass, NPMI, C_V, embedding) and diversity;
+  plus the diagnostic runs (flows/paper_report.py::SET2_DIAGNOSTICS) that change one setting of a
+  baseline whose ratio misses the paper's, to measure why.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from topicbench.core.config import GENERATORS
 from .benchmark import run_benchmark
 from .config import BenchmarkConfig
 from .paper_report import (  # noqa: F401  the paper's figures and tables, importable from here as before
-    PAPER_NOTES, PAPER_SET1, PAPER_SET2_UMASS5_RATIO, set1_against_paper, set2_against_paper,
+    PAPER_NOTES, PAPER_SET1, PAPER_SET2_UMASS5_RATIO, SET2_DIAGNOSTICS, set1_against_paper, set2_against_paper,
 )
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
@@ -89,6 +91,12 @@ def set2_config(data=SHARED_DATA, *, seeds=(0, 1, 2), iterations: int = 1000, co
         spec = dict(SET2_BASELINES.get(name, {}))
         models.append({"model": name, **spec, "settings": dict((baseline_settings or {}).get(name, {})),
                        "metrics": list(SET2_METRICS)})
+    # the runs that measure why a baseline misses the paper's range: one setting changed each
+    models += [
+        {"model": d.model, "label": label, **SET2_BASELINES.get(d.model, {}), "settings": dict(d.settings),
+         "metrics": list(SET2_METRICS)}
+        for label, d in SET2_DIAGNOSTICS.items() if d.model in baselines
+    ]
     return BenchmarkConfig.from_dict({
         "experiment": experiment, "corpora": _corpora(data, corpora), "models": models, "seeds": list(seeds),
         "metrics": list(SET2_METRICS), "tracking_uri": tracking_uri, "workers": workers,

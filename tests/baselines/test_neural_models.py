@@ -147,3 +147,31 @@ def test_ctm_zeroshot_reads_only_the_embedding(small_synthetic):
         zero_bow = torch.zeros(5, corpus.n_words)
         sampled = model.network_.sampled_theta(zero_bow, embeddings, model.theta_samples)
         np.testing.assert_allclose(sampled.double().numpy().T, theta, rtol=1e-5)
+
+
+def test_fastopic_vocab_size_trains_on_the_most_frequent_words_and_keeps_the_corpus_columns(small_synthetic):
+    from topicbench.baselines.fastopic import trained_words
+
+    corpus = small_synthetic.corpus
+    document_frequency = np.asarray((corpus.doc_term > 0).sum(axis=0)).ravel()
+    kept = trained_words(corpus, 20)
+    assert len(kept) == 20 and np.all(np.diff(kept) > 0)
+    # no word left out is in more documents than a word kept
+    left_out = np.setdiff1d(np.arange(corpus.n_words), kept)
+    assert document_frequency[left_out].max() <= document_frequency[kept].min()
+    np.testing.assert_array_equal(trained_words(corpus, None), np.arange(corpus.n_words))
+
+    output = MODELS.get("fastopic")(4, random_state=0, epochs=3, vocab_size=20).fit(corpus).output_
+    assert output.topic_word_matrix.shape == (4, corpus.n_words) and output.vocabulary == tuple(corpus.vocabulary)
+    assert np.all(output.topic_word_matrix[:, left_out] == 0)
+    np.testing.assert_allclose(output.topic_word_matrix.sum(axis=1), 1.0)
+    assert {word for topic in output.topics for word in topic} <= {corpus.vocabulary[i] for i in kept}
+    assert output.settings["trained_vocabulary_size_"] == 20
+
+
+@pytest.mark.parametrize("value", [1, True, 2.5, "all"])
+def test_fastopic_vocab_size_must_be_an_integer_of_at_least_two(value):
+    from topicbench.core.validation import InputError
+
+    with pytest.raises(InputError, match="vocab_size must be an integer >= 2"):
+        MODELS.get("fastopic")(4, random_state=0, vocab_size=value)

@@ -7,8 +7,10 @@ import pytest
 
 from topicbench.core.validation import InputError
 from topicbench.flows.paper import (
-    PAPER_REPORT_SECTIONS, PAPER_SET1, PAPER_SET2_UMASS5_RATIO, paper_config, set1_against_paper, set2_against_paper,
+    PAPER_REPORT_SECTIONS, PAPER_SET1, PAPER_SET2_UMASS5_RATIO, SET2_DIAGNOSTICS, paper_config, set1_against_paper,
+    set2_against_paper,
 )
+from topicbench.flows.paper_report import matches_paper, set2_gaps
 from topicbench.tasks.report_render import format_table
 
 
@@ -32,10 +34,18 @@ def test_paper_run_trains_every_baseline_at_its_authors_defaults(tmp_path):
 
     (tmp_path / "congress").mkdir()
     config = paper_config(tmp_path, corpora=("congress",), tracking_uri="sqlite:///x.db")
-    baselines = {model.name: model for model in config.models if model.model in ("prodlda", "etm", "ctm", "fastopic", "bertopic")}
+    neural = [model for model in config.models if model.model in ("prodlda", "etm", "ctm", "fastopic", "bertopic")]
+    baselines = {model.name: model for model in neural if model.name not in SET2_DIAGNOSTICS}
     assert set(baselines) == {"prodlda", "etm", "ctm", "fastopic", "bertopic"}
     for name, model in baselines.items():
         assert changed_settings(model.model, model.settings) == {}, name
+    # each diagnostic run changes exactly the setting it declares, and the report flags it
+    diagnostics = {model.name: model for model in neural if model.name in SET2_DIAGNOSTICS}
+    assert set(diagnostics) == set(SET2_DIAGNOSTICS)
+    for name, model in diagnostics.items():
+        declared = SET2_DIAGNOSTICS[name].settings
+        assert model.num_topics == baselines[model.model].num_topics
+        assert set(changed_settings(model.model, model.settings)) == set(declared), name
     # a setting given in the config is what the report flags
     assert changed_settings("ctm", {"epochs": 4, "batch_size": 64}) == {"epochs": [4, 100]}
 
@@ -76,6 +86,33 @@ def test_set2_table_gives_the_umass5_ratio_of_each_baseline_to_elda():
     # E-LDA's own variants and Set 1's other LDA settings are not baselines of Set 2
     assert set(table.index) == set(PAPER_SET2_UMASS5_RATIO) | {"ctm"}
     assert set2_against_paper(frame.drop(columns="umass@5")).empty
+
+
+def test_a_gap_to_the_paper_is_named_with_what_its_diagnostic_run_measured():
+    elda = [{"corpus": corpus, "model": "elda_cooccurrence", "umass@5": -0.5} for corpus in ("congress", "reuters")]
+    frame = _runs(elda + [
+        {"corpus": "congress", "model": "fastopic", "umass@5": -12.0},  # 24x: outside 2.24-5.84 (+30%)
+        {"corpus": "reuters", "model": "fastopic", "umass@5": -2.0},  # 4x: inside
+        {"corpus": "congress", "model": "fastopic_vocab1000", "umass@5": -2.0},
+        {"corpus": "reuters", "model": "fastopic_vocab1000", "umass@5": -1.9},
+        {"corpus": "congress", "model": "gibbs", "umass@5": -1.5},  # 3x: inside, no paragraph
+    ])
+    table = set2_against_paper(frame)
+    cells = table.cells.set_index("baseline")
+    assert cells.loc["fastopic_vocab1000", "change"] == "vocab_size 1000"
+    assert cells.loc["fastopic_vocab1000", "paper"] == PAPER_SET2_UMASS5_RATIO["fastopic"]  # its baseline's range
+    assert pd.isna(cells.loc["fastopic", "change"])
+    (paragraph,) = set2_gaps(table)
+    assert paragraph.startswith("fastopic at its defaults misses the paper's 2.24–5.84× (±30%) on congress (24.00×).")
+    assert "fastopic_vocab1000 changes only vocab_size 1000: congress 4.00×, inside the paper's range." in paragraph
+    assert "Measured reason: FASTopic gives every vocabulary word the same transport mass" in paragraph
+    # a diagnostic that does not close the gap says so
+    still = frame.copy()
+    still.loc[(still.model == "fastopic_vocab1000") & (still.corpus == "congress"), "umass@5"] = -10.0
+    assert "congress 20.00×, still outside." in set2_gaps(set2_against_paper(still))[0]
+    # the tolerance: 30% beyond either end
+    assert matches_paper(2.24 * 0.7, (2.24, 5.84)) and matches_paper(5.84 * 1.3, (2.24, 5.84))
+    assert not matches_paper(5.84 * 1.31, (2.24, 5.84)) and not matches_paper(2.24 * 0.69, (2.24, 5.84))
 
 
 def test_paper_config_lists_the_papers_report_sections_and_they_resolve(tmp_path):
