@@ -44,8 +44,9 @@ _FASTOPIC_TAIL = (
     "FASTopic gives every vocabulary word the same transport mass (uniform word marginals), so a word "
     "that occurs in few documents puts all its mass on one topic and ranks at that topic's top, while a "
     "frequent word's mass is shared by many topics. On these corpora's full, long-tailed vocabularies "
-    "(13,857–24,035 words) its top-5 words are mostly rare words that never co-occur, which UMass "
-    "(ε = 1e-12, as gensim) scores near −27 per pair. The paper does not say what vocabulary it gave "
+    "(13,857–24,035 words, half of them in 2 documents or fewer) its top words are rare and many of their "
+    "pairs never share a document, which UMass (ε = 1e-12, as gensim) scores near −27 a pair "
+    "(benchmarks/topic_word_rarity.py measures both). The paper does not say what vocabulary it gave "
     "FASTopic; the package's README trains it on a vocabulary capped by topmost's Preprocess(vocab_size=N)."
 )
 
