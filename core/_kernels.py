@@ -25,9 +25,15 @@ _SERIAL = dict(cache=True, nogil=True)
 # ----------------------------------------------------------------------------------------------
 
 
+#: A row of C longer than n_words / DENSE_ROW_FRACTION is read off its dense counts in word order
+#: (n_words steps); a shorter one sorts its word ids (length x log(length) steps).
+DENSE_ROW_FRACTION = 16
+
+
 @nb.njit(**_PARALLEL)
-def cooccurrence_row_lengths(doc_indptr, doc_words, word_indptr, word_docs, n_words, n_chunks):
-    """Number of words co-occurring with each word (stored entries of each row of C)."""
+def cooccurrence_matrix(doc_indptr, doc_words, word_indptr, word_docs, n_words, n_chunks):
+    """CSR (indptr, indices, counts) of C, column ids sorted: a pass that counts each row's
+    entries, then one that fills them. Rows are dealt cyclically (frequent words come first)."""
     lengths = np.zeros(n_words, dtype=np.int64)
     for chunk in nb.prange(n_chunks):
         last_seen = np.full(n_words, -1, dtype=np.int64)
@@ -41,33 +47,45 @@ def cooccurrence_row_lengths(doc_indptr, doc_words, word_indptr, word_docs, n_wo
                         last_seen[v] = u
                         count += 1
             lengths[u] = count
-    return lengths
-
-
-@nb.njit(**_PARALLEL)
-def cooccurrence_rows(doc_indptr, doc_words, word_indptr, word_docs, indptr, n_words, n_chunks):
-    """Fill the CSR rows of C (column ids sorted) given their lengths in ``indptr``."""
+    indptr = np.zeros(n_words + 1, dtype=np.int64)
+    for u in range(n_words):
+        indptr[u + 1] = indptr[u] + lengths[u]
     indices = np.empty(indptr[-1], dtype=np.int32)
     counts = np.empty(indptr[-1], dtype=np.int32)
     for chunk in nb.prange(n_chunks):
-        dense = np.zeros(n_words, dtype=np.int64)
+        dense = np.zeros(n_words, dtype=np.int32)
         for u in range(chunk, n_words, n_chunks):
-            start = indptr[u]
-            filled = start
-            for p in range(word_indptr[u], word_indptr[u + 1]):
-                d = word_docs[p]
-                for q in range(doc_indptr[d], doc_indptr[d + 1]):
-                    v = doc_words[q]
-                    if dense[v] == 0:
-                        indices[filled] = v
-                        filled += 1
-                    dense[v] += 1
-            row = np.sort(indices[start:filled])
-            for i in range(filled - start):
-                indices[start + i] = row[i]
-                counts[start + i] = dense[row[i]]
-                dense[row[i]] = 0
-    return indices, counts
+            _cooccurrence_row(u, doc_indptr, doc_words, word_indptr, word_docs, indptr, dense, indices, counts)
+    return indptr, indices, counts
+
+
+@nb.njit(**_SERIAL)
+def _cooccurrence_row(u, doc_indptr, doc_words, word_indptr, word_docs, indptr, dense, indices, counts):
+    """Row u of C into indices/counts[indptr[u]:indptr[u + 1]], word ids ascending; ``dense`` is
+    all zeros before and after."""
+    start, stop = indptr[u], indptr[u + 1]
+    read_dense = (stop - start) * DENSE_ROW_FRACTION > len(dense)
+    filled = start
+    for p in range(word_indptr[u], word_indptr[u + 1]):
+        d = word_docs[p]
+        for q in range(doc_indptr[d], doc_indptr[d + 1]):
+            v = doc_words[q]
+            if dense[v] == 0 and not read_dense:
+                indices[filled] = v
+                filled += 1
+            dense[v] += 1
+    if read_dense:
+        for v in range(len(dense)):
+            if dense[v] != 0:
+                indices[filled] = v
+                counts[filled] = dense[v]
+                dense[v] = 0
+                filled += 1
+        return
+    indices[start:stop] = np.sort(indices[start:stop])
+    for i in range(start, stop):
+        counts[i] = dense[indices[i]]
+        dense[indices[i]] = 0
 
 
 # Keyword generators (spec §2). Codes: 0 raw_umass, 1 exp_umass, 2 cooccurrence.
@@ -75,13 +93,14 @@ RAW_UMASS, EXP_UMASS, COOCCURRENCE = 0, 1, 2
 
 
 @nb.njit(**_SERIAL)
-def keyword_value(count, log_norm, generator, epsilon):
-    """L[w*, v] from C[w*, v] and the keyword row's log-normaliser."""
-    if generator == RAW_UMASS:
-        return np.log(count + epsilon) - log_norm
-    if generator == EXP_UMASS:
-        return (count + epsilon) - log_norm
-    return count + epsilon
+def count_scores(max_count, generator, epsilon):
+    """The part of L[w*, v] that depends on the count C[w*, v] = c, for every c <= max_count:
+    log(c + eps) (raw_umass) or c + eps; L[w*, v] is this minus the row's log-normaliser (0 for
+    cooccurrence). A table: one log per distinct count, not one per stored entry."""
+    table = np.empty(max_count + 1, dtype=np.float64)
+    for c in range(max_count + 1):
+        table[c] = np.log(c + epsilon) if generator == RAW_UMASS else c + epsilon
+    return table
 
 
 @nb.njit(**_PARALLEL)
@@ -131,6 +150,7 @@ def integer_row_hashes(indptr, indices, counts):
 @nb.njit(**_PARALLEL)
 def keyword_rows(indptr, indices, counts, kept_words, log_norm, generator, epsilon):
     """CSR rows (word ids, values) of the kept keyword topics."""
+    scores = count_scores(counts.max() if len(counts) else 0, generator, epsilon)
     n_topics = len(kept_words)
     out_indptr = np.zeros(n_topics + 1, dtype=np.int64)
     for t in range(n_topics):
@@ -145,7 +165,7 @@ def keyword_rows(indptr, indices, counts, kept_words, log_norm, generator, epsil
             q = out_indptr[t]
             for p in range(indptr[u], indptr[u + 1]):
                 out_words[q] = indices[p]
-                out_values[q] = keyword_value(counts[p], log_norm[u], generator, epsilon)
+                out_values[q] = scores[counts[p]] - log_norm[u]
                 q += 1
     return out_indptr, out_words, out_values
 
@@ -155,6 +175,7 @@ def keyword_columns(indptr, indices, counts, topic_of_word, log_norm, generator,
     """Column store of keyword topics, read off C's rows (C is symmetric): column v holds
     (topic of keyword u, L[u, v]) for each kept keyword u co-occurring with v, by value high to
     low (ties: lower topic id)."""
+    scores = count_scores(counts.max() if len(counts) else 0, generator, epsilon)
     n_words = len(indptr) - 1
     col_indptr = np.zeros(n_words + 1, dtype=np.int64)
     for v in range(n_words):
@@ -173,7 +194,7 @@ def keyword_columns(indptr, indices, counts, topic_of_word, log_norm, generator,
                 t = topic_of_word[u]
                 if t >= 0:
                     col_topics[q] = t
-                    col_values[q] = keyword_value(counts[p], log_norm[u], generator, epsilon)
+                    col_values[q] = scores[counts[p]] - log_norm[u]
                     q += 1
             start, stop = col_indptr[v], col_indptr[v + 1]
             if stop - start > 1:

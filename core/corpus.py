@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
-import scipy.sparse as sp
 
 from .config import OCTIS_PARTITIONS
 from .validation import InputError
@@ -84,15 +83,25 @@ class Corpus:
         return {word: i for i, word in enumerate(self.vocabulary)}
 
     @cached_property
-    def doc_term(self) -> sp.csr_matrix:
-        """Document-term count matrix (D x V, int32, sorted column indices)."""
-        matrix = sp.csr_matrix(
-            (np.ones(self.n_tokens, dtype=np.int32), (self.token_documents, self.token_ids)),
-            shape=(self.n_documents, self.n_words),
+    def document_words(self) -> tuple:
+        """(indptr, words, counts): each document's distinct word ids, ascending, and their counts, as
+        CSR arrays (int64, int32, int32): :attr:`doc_term` without scipy (E-LDA reads these)."""
+        n_words = np.int64(max(self.n_words, 1))
+        keys, counts = np.unique(self.token_documents * n_words + self.token_ids, return_counts=True)
+        indptr = np.zeros(self.n_documents + 1, dtype=np.int64)
+        np.cumsum(np.bincount(keys // n_words, minlength=self.n_documents), out=indptr[1:])
+        return indptr, (keys % n_words).astype(np.int32), counts.astype(np.int32)
+
+    @cached_property
+    def doc_term(self):
+        """Document-term count matrix (scipy CSR, D x V, int32, sorted column indices)."""
+        import scipy.sparse as sp  # imported here for its import cost: E-LDA reads document_words
+
+        indptr, words, counts = self.document_words
+        index_dtype = np.int32 if len(words) < np.iinfo(np.int32).max else np.int64
+        return sp.csr_matrix(
+            (counts, words.astype(index_dtype), indptr.astype(index_dtype)), shape=(self.n_documents, self.n_words)
         )
-        matrix.sum_duplicates()
-        matrix.sort_indices()
-        return matrix
 
     def document(self, d: int) -> np.ndarray:
         """Token ids of document d."""

@@ -13,11 +13,10 @@ from functools import cached_property
 
 import numba
 import numpy as np
-import scipy.sparse as sp
 
 from . import _kernels
 from .config import GENERATOR_EPSILON, GENERATORS, LABEL_JOINER
-from .corpus import Corpus
+from .corpus import Corpus, segment_ids
 from .validation import InputError, check_labels, check_topic_matrix, check_vocabulary_matches
 
 logger = logging.getLogger(__name__)
@@ -83,6 +82,8 @@ class Candidates:
     @cached_property
     def columns(self) -> tuple:
         """(col_indptr, col_topics, col_values): each word's entries sorted by value, high to low."""
+        import scipy.sparse as sp  # imported here for its import cost: keyword topics build theirs directly
+
         by_column = sp.csr_matrix(
             (self.values, self.indices, self.indptr), shape=(self.n_topics, self.n_words)
         ).tocsc()
@@ -141,26 +142,25 @@ class Candidates:
         return dense
 
 
-def document_cooccurrence(corpus: Corpus) -> sp.csr_matrix:
-    """C = B^T B: the number of documents containing both words (sparse, int64, symmetric)."""
-    binary = corpus.doc_term
-    doc_indptr = binary.indptr.astype(np.int64)
-    doc_words = binary.indices.astype(np.int64)
-    by_word = binary.tocsc()
-    by_word.sort_indices()
-    word_indptr = by_word.indptr.astype(np.int64)
-    word_docs = by_word.indices.astype(np.int64)
-    n_words = corpus.n_words
-    n_chunks = numba.get_num_threads()
-    lengths = _kernels.cooccurrence_row_lengths(
-        doc_indptr, doc_words, word_indptr, word_docs, n_words, n_chunks
+def document_cooccurrence(corpus: Corpus):
+    """C = B^T B: the number of documents containing both words (scipy CSR, int32, symmetric)."""
+    import scipy.sparse as sp  # imported here for its import cost: the generators read the arrays
+
+    indptr, indices, counts = cooccurrence_arrays(corpus)
+    return sp.csr_matrix((counts, indices, indptr), shape=(corpus.n_words, corpus.n_words))
+
+
+def cooccurrence_arrays(corpus: Corpus) -> tuple:
+    """C = B^T B as CSR arrays (indptr int64, word ids int32 ascending, counts int32)."""
+    doc_indptr, doc_words, _ = corpus.document_words
+    doc_words = doc_words.astype(np.int64)
+    # B's columns: the documents of each word, ascending (a stable sort of the (document, word) slots)
+    word_docs = segment_ids(doc_indptr)[np.argsort(doc_words, kind="stable")]
+    word_indptr = np.zeros(corpus.n_words + 1, dtype=np.int64)
+    np.cumsum(np.bincount(doc_words, minlength=corpus.n_words), out=word_indptr[1:])
+    return _kernels.cooccurrence_matrix(
+        doc_indptr, doc_words, word_indptr, word_docs, corpus.n_words, numba.get_num_threads()
     )
-    indptr = np.zeros(n_words + 1, dtype=np.int64)
-    np.cumsum(lengths, out=indptr[1:])
-    indices, counts = _kernels.cooccurrence_rows(
-        doc_indptr, doc_words, word_indptr, word_docs, indptr, n_words, n_chunks
-    )
-    return sp.csr_matrix((counts, indices, indptr), shape=(n_words, n_words))
 
 
 def keyword_candidates(
@@ -178,19 +178,15 @@ def keyword_candidates(
     check_generator(generator)
     if corpus.n_documents == 0 or corpus.n_tokens == 0:
         raise InputError(f"corpus {corpus.name!r} has no tokens to build keyword topics from")
-    cooc = document_cooccurrence(corpus)
+    cooc = cooccurrence_arrays(corpus)
     code = _GENERATOR_CODES[generator]
-    log_norm, constants = _kernels.keyword_row_normalisers(
-        cooc.indptr, cooc.data, corpus.n_words, code, epsilon
-    )
+    log_norm, constants = _kernels.keyword_row_normalisers(cooc[0], cooc[2], corpus.n_words, code, epsilon)
     # Rows of L are identical exactly when the keywords' co-occurrence rows are (spec §2).
     groups = _identical_rows(cooc) if collapse else [[w] for w in range(corpus.n_words)]
     kept_words = np.array([group[0] for group in groups], dtype=np.int64)
     topic_of_word = np.full(corpus.n_words, -1, dtype=np.int64)
     topic_of_word[kept_words] = np.arange(len(kept_words))
-    indptr, indices, values = _kernels.keyword_rows(
-        cooc.indptr, cooc.indices, cooc.data, kept_words, log_norm, code, epsilon
-    )
+    indptr, indices, values = _kernels.keyword_rows(*cooc, kept_words, log_norm, code, epsilon)
     candidates = Candidates(
         row_constants=constants[kept_words],
         indptr=indptr,
@@ -208,9 +204,7 @@ def keyword_candidates(
         },
     )
     # C is symmetric, so the column store comes straight from C's rows (no transpose).
-    candidates.__dict__["columns"] = _kernels.keyword_columns(
-        cooc.indptr, cooc.indices, cooc.data, topic_of_word, log_norm, code, epsilon
-    )
+    candidates.__dict__["columns"] = _kernels.keyword_columns(*cooc, topic_of_word, log_norm, code, epsilon)
     logger.info(
         "%s: %d keyword topics (%d identical rows collapsed), %d stored entries",
         generator, len(groups), corpus.n_words - len(groups), candidates.n_stored,
@@ -218,9 +212,9 @@ def keyword_candidates(
     return candidates
 
 
-def _identical_rows(cooc: sp.csr_matrix) -> list[list[int]]:
-    """Groups of words whose co-occurrence rows are identical, in vocabulary order."""
-    hashes = _kernels.integer_row_hashes(cooc.indptr, cooc.indices, cooc.data)
+def _identical_rows(cooc: tuple) -> list[list[int]]:
+    """Groups of words whose co-occurrence rows (CSR arrays) are identical, in vocabulary order."""
+    hashes = _kernels.integer_row_hashes(*cooc)
     _, first, inverse = np.unique(hashes, return_index=True, return_inverse=True)
     representative = first[inverse]
     groups = {}
@@ -232,12 +226,11 @@ def _identical_rows(cooc: sp.csr_matrix) -> list[list[int]]:
     return [groups[r] for r in sorted(groups)]
 
 
-def _csr_rows_equal(matrix: sp.csr_matrix, a: int, b: int) -> bool:
-    span_a = slice(matrix.indptr[a], matrix.indptr[a + 1])
-    span_b = slice(matrix.indptr[b], matrix.indptr[b + 1])
-    return np.array_equal(matrix.indices[span_a], matrix.indices[span_b]) and np.array_equal(
-        matrix.data[span_a], matrix.data[span_b]
-    )
+def _csr_rows_equal(cooc: tuple, a: int, b: int) -> bool:
+    indptr, indices, counts = cooc
+    span_a = slice(indptr[a], indptr[a + 1])
+    span_b = slice(indptr[b], indptr[b + 1])
+    return np.array_equal(indices[span_a], indices[span_b]) and np.array_equal(counts[span_a], counts[span_b])
 
 
 def topic_matrix_candidates(
@@ -256,6 +249,8 @@ def topic_matrix_candidates(
     n_words = n_words if n_words is not None else (len(vocabulary) if vocabulary is not None else None)
     if n_words is None:
         n_words = np.shape(log_phi)[1] if np.ndim(log_phi) == 2 else 0
+    import scipy.sparse as sp  # imported here for its import cost: keyword topics do without it
+
     matrix = check_topic_matrix(log_phi, n_words)
     labels = check_labels(labels if labels is not None else [f"topic_{t}" for t in range(len(matrix))], len(matrix))
     constants = matrix.min(axis=1)

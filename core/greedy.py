@@ -48,13 +48,14 @@ def first_round(docs: DocumentArrays, candidates: Candidates, best: np.ndarray):
         dense_scores = _kernels.dense_first_round_scores(
             col_indptr, col_topics, col_values, candidates.row_constants, dense_words, NULL_TOPIC_LOG_SCORE
         )
-        dense_counts = docs.doc_term(candidates.n_words)[:, dense_words].tocsr()
+        dense_column = np.full(candidates.n_words, -1, dtype=np.int64)
+        dense_column[dense_words] = np.arange(len(dense_words))
     block = max(1, DENSE_BLOCK_BYTES // (8 * n_topics))
     topics, gains, entries = [], [], 0
     for d0 in range(0, n_docs, block):
         d1 = min(n_docs, d0 + block)
         if len(dense_words):
-            dense_gains = np.ascontiguousarray(dense_counts[d0:d1].toarray() @ dense_scores.T)
+            dense_gains = _dense_counts(docs, d0, d1, dense_column, len(dense_words)) @ dense_scores.T
         else:
             dense_gains = np.zeros((d1 - d0, n_topics))
         block_topics, block_gains, block_entries = _kernels.first_round_best_topics(
@@ -67,6 +68,18 @@ def first_round(docs: DocumentArrays, candidates: Candidates, best: np.ndarray):
         entries += int(block_entries.sum())
     logger.debug("first round: %d of %d words through BLAS", len(dense_words), candidates.n_words)
     return np.concatenate(topics), np.concatenate(gains), entries
+
+
+def _dense_counts(docs: DocumentArrays, d0: int, d1: int, dense_column: np.ndarray, n_dense: int) -> np.ndarray:
+    """Counts of documents d0 .. d1 - 1 (rows) over the ``n_dense`` dense words (column
+    ``dense_column[word]``; -1: not dense), as a dense matrix for the BLAS product."""
+    slots = slice(docs.indptr[d0], docs.indptr[d1])
+    columns = dense_column[docs.words[slots]]
+    rows = np.repeat(np.arange(d1 - d0), np.diff(docs.indptr[d0 : d1 + 1]))
+    kept = columns >= 0
+    block = np.zeros((d1 - d0, n_dense))
+    block[rows[kept], columns[kept]] = docs.counts[slots][kept]  # one slot per (document, word)
+    return block
 
 
 def _dense_words(docs: DocumentArrays, candidates: Candidates):

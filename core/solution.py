@@ -15,7 +15,6 @@ from functools import cached_property
 from pathlib import Path
 
 import numpy as np
-import scipy.sparse as sp
 
 from . import _kernels
 from .config import DEFAULT_TOP_WORDS, NULL_TOPIC_LOG_SCORE, OUTPUT_TOP_WORDS
@@ -39,6 +38,8 @@ class DocumentArrays:
 
     def doc_term(self, n_words: int):
         """The document-term count matrix (float64 CSR)."""
+        import scipy.sparse as sp  # imported here for its import cost: the kernels read the arrays
+
         return sp.csr_matrix((self.counts, self.words, self.indptr), shape=(self.n_documents, n_words))
 
     def take(self, documents: np.ndarray) -> "DocumentArrays":
@@ -51,12 +52,8 @@ class DocumentArrays:
 
     @classmethod
     def from_corpus(cls, corpus: Corpus) -> "DocumentArrays":
-        doc_term = corpus.doc_term
-        return cls(
-            indptr=doc_term.indptr.astype(np.int64),
-            words=doc_term.indices.astype(np.int64),
-            counts=doc_term.data.astype(np.float64),
-        )
+        indptr, words, counts = corpus.document_words
+        return cls(indptr=indptr, words=words.astype(np.int64), counts=counts.astype(np.float64))
 
 
 @dataclass(frozen=True, eq=False)
@@ -109,9 +106,9 @@ class Solution:
     @cached_property
     def token_topics(self) -> np.ndarray:
         corpus = self.corpus
-        doc_term = corpus.doc_term
+        indptr, words, _ = corpus.document_words
         n_words = np.int64(corpus.n_words)
-        slot_keys = segment_ids(doc_term.indptr) * n_words + doc_term.indices
+        slot_keys = segment_ids(indptr) * n_words + words
         token_keys = corpus.token_documents * n_words + corpus.token_ids
         return self.word_topics[np.searchsorted(slot_keys, token_keys)]
 

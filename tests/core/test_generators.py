@@ -75,6 +75,34 @@ def test_collapsed_candidates_are_the_distinct_rows(name, corpus, generator):
             assert_candidates_close(reference[w], reference[g[0]])
 
 
+def test_cooccurrence_counts_short_and_long_rows_alike():
+    """C = B^T B against the dense product, on a corpus whose rows of C take both ways out of the
+    kernel: frequent words co-occur with most of the vocabulary (read off in word order), rare
+    words with a few words (sorted)."""
+    from topicbench.core._kernels import DENSE_ROW_FRACTION
+    from topicbench.core.generators import document_cooccurrence
+
+    rng = np.random.default_rng(11)
+    n_words = 40 * DENSE_ROW_FRACTION
+    frequent = [f"f{w}" for w in range(6)]
+    docs = [frequent + [f"r{w}" for w in rng.choice(n_words, size=3, replace=False)] for _ in range(60)]
+    corpus = corpus_from_token_lists(docs, vocabulary=frequent + [f"r{w}" for w in range(n_words)])
+    cooc = document_cooccurrence(corpus)
+    lengths = np.diff(cooc.indptr)
+    assert (lengths * DENSE_ROW_FRACTION > corpus.n_words).any() and (lengths * DENSE_ROW_FRACTION <= corpus.n_words).any()
+    assert all((np.diff(cooc.indices[cooc.indptr[u] : cooc.indptr[u + 1]]) > 0).all() for u in range(corpus.n_words))
+    np.testing.assert_array_equal(cooc.toarray(), naive.dense_cooccurrence(naive.dense_doc_term(corpus)))
+
+
+def test_document_words_are_the_doc_term_arrays(make_random_corpus):
+    corpus = make_random_corpus(5)
+    indptr, words, counts = corpus.document_words
+    np.testing.assert_array_equal(indptr, corpus.doc_term.indptr)
+    np.testing.assert_array_equal(words, corpus.doc_term.indices)
+    np.testing.assert_array_equal(counts, corpus.doc_term.data)
+    np.testing.assert_array_equal(corpus.doc_term.toarray(), naive.dense_doc_term(corpus))
+
+
 # ------------------------------------------------------------------------------------------------
 # Hand-checked tiny corpus
 # ------------------------------------------------------------------------------------------------

@@ -1,0 +1,254 @@
+"""`topicbench elda` against the authors' E-LDA code, end to end, in one run (spec §5).
+
+Both run as a user would run them, each in a fresh child process whose wall time and peak memory
+(max RSS, from ``wait4``) are its own:
+
+* topicbench: the ``topicbench elda`` command on the shared corpus (``--preprocessed``), exact
+  greedy; its ``--json`` output gives F and the time spent loading, generating candidates and
+  optimising. The rest of the wall time is start-up (imports, loading the compiled kernels) and
+  output. The first run only warms numba's on-disk cache and is not counted.
+* the reference: the authors' public repository (BreuerLabs/E-LDA), copied from a local clone into a
+  temporary folder (never into this repository), with a small driver that runs their serial
+  E-LDA (``src/exemplar_LDA.py``) on their candidates (``src/topic_generators.py``) and their
+  preprocessed data, as their ``RUN_EXEMPLAR_LDA.py`` does. It needs numpy and scipy only.
+
+    .venv/bin/python benchmarks/bench_reference.py                  # congress, raw_umass, kappa 2
+    .venv/bin/python benchmarks/bench_reference.py --reference ~/src/E-LDA --before c5175b9
+
+``--before REV`` also times ``topicbench elda`` as it was at git revision REV of this repository
+(extracted with ``git archive`` into a temporary folder; its numba cache is compiled by an uncounted
+first run). No network access: the reference must already be cloned (the error says how).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPOSITORY = Path(__file__).resolve().parents[1]
+SHARED_DATA = REPOSITORY.parent / "shared" / "data"
+DEFAULT_REFERENCE = Path("/work/.mirror/BreuerLabs+E-LDA/repo")
+REFERENCE_URL = "https://github.com/BreuerLabs/E-LDA"
+#: Our corpus name -> the reference's data folder and file prefix.
+REFERENCE_DATASETS = {"congress": "CONGRESS", "reuters": "REUTERS", "20ng_politics": "20NEWSGROUPSPOL"}
+#: Our generator names -> the reference's (spec §2: Raw-UMass is their LOG_DOTPROD).
+REFERENCE_GENERATORS = {"raw_umass": "LOG_DOTPROD", "cooccurrence": "FREQSCALE_DOTPROD"}
+#: spec §5: the authors' serial code on this kind of machine (raw_umass, kappa 2).
+SPEC_FIGURES = {"congress": "optimise 192-210 s, peak 3.5 GB", "reuters": "optimise 236 s, peak 11.1 GB",
+                "20ng_politics": "optimise 285 s, peak 6.7 GB"}
+
+# The driver run in the reference's temporary folder. It loads the data as their
+# load_preprocessed_documents() does, without importing that module (which also needs nltk,
+# gensim, scikit-learn and pandas for preprocessing that E-LDA does not use).
+REFERENCE_DRIVER = r'''
+import contextlib, io, json, sys, time
+import numpy as np
+from scipy import sparse
+from src.topic_generators import generate_DOTPROD_topic2word_matrix_nonlogged
+from src.exemplar_LDA import exemplar_LDA
+
+folder, prefix, generator, kappa = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
+started = time.perf_counter()
+with open(f"{folder}/{prefix}_D2Windexform.txt") as infile:
+    D2Windexform = np.asarray([[int(x) for x in item.split(" ")] for item in infile.read().splitlines()], dtype="object")
+with open(f"{folder}/{prefix}_D2Wsparse.txt") as infile:
+    triples = np.asarray([[int(x) for x in row.split(" ")] for row in infile.read().splitlines()])
+D2W = sparse.coo_matrix((triples[:, 2], (triples[:, 0], triples[:, 1])),
+                        shape=(triples[:, 0].max() + 1, triples[:, 1].max() + 1)).tocsr()
+loaded = time.perf_counter()
+# as RUN_EXEMPLAR_LDA.py: LOG_DOTPROD (Raw-UMass) is logged, FREQSCALE_DOTPROD (Co-Occurrence) is not
+T2W = generate_DOTPROD_topic2word_matrix_nonlogged(D2W, normalize_to_proper_topics=generator == "LOG_DOTPROD")
+if generator == "LOG_DOTPROD":
+    T2W = np.log(T2W)
+T2W = T2W.astype(np.float64)
+generated = time.perf_counter()
+k = int(len(D2Windexform) * kappa)
+with contextlib.redirect_stdout(io.StringIO()):  # it prints every 1000 links
+    solution, objective = exemplar_LDA(D2Windexform, T2W, k)
+optimised = time.perf_counter()
+# F recomputed from the links alone: each token at its best linked topic (null topic: log 1e-100)
+solution = solution.astype(np.int64)
+F = 0.0
+for d in range(len(D2Windexform)):
+    topics = solution[solution[:, 0] == d, 1]
+    F += float(np.maximum(T2W[np.ix_(topics, D2Windexform[d])].max(axis=0), np.log(1e-100)).sum())
+print(json.dumps({"log_posterior": F, "objective_returned": float(objective), "links": int(len(solution)),
+                  "topics_used": int(len(np.unique(solution[:, 1]))), "documents": int(len(D2Windexform)),
+                  "load_seconds": loaded - started, "generate_seconds": generated - loaded,
+                  "optimise_seconds": optimised - generated}))
+'''
+
+
+def run_measured(command, *, cwd=None, env=None) -> dict:
+    """Run ``command`` in a child process; its wall seconds, peak RSS (GB, from ``wait4``) and output."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        started = time.perf_counter()
+        process = subprocess.Popen(command, cwd=cwd, env=env, stdout=out, stderr=err)
+        _, status, usage = os.wait4(process.pid, 0)
+        wall = time.perf_counter() - started
+        process.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read().decode(), err.read().decode()
+    if process.returncode != 0:
+        raise SystemExit(f"{' '.join(map(str, command))} failed ({process.returncode}):\n{stderr[-3000:]}")
+    return {"wall_seconds": wall, "peak_gb": usage.ru_maxrss / 2**20, "stdout": stdout, "stderr": stderr}
+
+
+def topicbench_command(corpus: Path, generator: str, kappa: float, json_out: Path) -> list[str]:
+    """``topicbench elda`` as a user runs it (the console script beside this interpreter)."""
+    script = Path(sys.executable).with_name("topicbench")
+    launcher = [str(script)] if script.is_file() else [sys.executable, "-m", "topicbench.flows.cli"]
+    return [*launcher, "elda", "--corpus", str(corpus), "--preprocessed", "--generator", generator,
+            "--kappa", str(kappa), "--json", str(json_out)]
+
+
+def time_topicbench(corpus: Path, generator: str, kappa: float, repeats: int, env=None) -> dict:
+    """The fastest of ``repeats`` timed runs (after one uncounted run that warms numba's cache)."""
+    runs = []
+    with tempfile.TemporaryDirectory(prefix="bench-reference-") as folder:
+        json_out = Path(folder) / "elda.json"
+        command = topicbench_command(corpus, generator, kappa, json_out)
+        run_measured(command, env=env)
+        for _ in range(repeats):
+            run = run_measured(command, env=env)
+            summary = json.loads(json_out.read_text(encoding="utf-8"))
+            stats = summary["stats"]
+            run.update(log_posterior=summary["log_posterior"], topics_used=summary["num_topics_used"],
+                       links=summary["num_links"], load_seconds=stats["load_seconds"],
+                       generate_seconds=stats["generate_seconds"], optimise_seconds=stats["optimise_seconds"])
+            run["startup_seconds"] = run["wall_seconds"] - run["load_seconds"] - run["generate_seconds"] - run["optimise_seconds"]
+            runs.append(run)
+    return min(runs, key=lambda run: run["wall_seconds"])
+
+
+def extract_revision(repository: Path, revision: str, into: Path, paths) -> None:
+    """Write the files under ``paths`` at ``revision`` of a git repository (bare or not) into ``into``.
+
+    File by file (``ls-tree`` and ``cat-file``), not ``git archive``: a partial mirror may lack
+    blobs of other folders, which would make an archive of the whole tree fail.
+    """
+    listing = _git(repository, "ls-tree", "-r", "-z", revision, "--", *paths).decode()
+    blobs = [(line.split("\t", 1)[1], line.split()[2]) for line in listing.split("\0") if " blob " in line]
+    if not blobs:
+        raise SystemExit(f"{repository} holds nothing under {', '.join(paths)} at {revision}")
+    contents = _git(repository, "cat-file", "--batch", stdin="\n".join(sha for _, sha in blobs) + "\n")
+    position = 0
+    for path, sha in blobs:
+        header_end = contents.index(b"\n", position)
+        header = contents[position:header_end].split()
+        if len(header) != 3 or header[1] != b"blob":
+            raise SystemExit(f"{repository}: blob {sha} of {path} is missing ({b' '.join(header).decode()})")
+        size = int(header[2])
+        target = into / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(contents[header_end + 1 : header_end + 1 + size])
+        position = header_end + 1 + size + 1
+
+
+def _git(repository: Path, *arguments, stdin: str | None = None) -> bytes:
+    done = subprocess.run(["git", "-C", str(repository), *arguments], input=stdin and stdin.encode(),
+                          capture_output=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"git {' '.join(arguments[:2])} in {repository} failed: {done.stderr.decode().strip()}")
+    return done.stdout
+
+
+def check_reference(path: Path) -> None:
+    """The reference clone must exist and be a git repository (bare or not)."""
+    probe = subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True, check=False) \
+        if path.is_dir() else None
+    if probe is None or probe.returncode != 0:
+        raise SystemExit(
+            f"bench_reference: no git clone of the authors' code at {path}; clone it first with "
+            f"`git clone --mirror {REFERENCE_URL} {path}` (or give another clone with --reference PATH)"
+        )
+
+
+def time_reference(reference: Path, dataset: str, generator: str, kappa: float) -> dict:
+    """The authors' serial E-LDA, run from a temporary copy of their repository."""
+    prefix = REFERENCE_DATASETS[dataset]
+    with tempfile.TemporaryDirectory(prefix="elda-reference-") as folder:
+        extract_revision(reference, "HEAD", Path(folder), ["src", f"preprocessed_data/{prefix}"])
+        (Path(folder) / "bench_driver.py").write_text(REFERENCE_DRIVER, encoding="utf-8")
+        env = {**os.environ, "PYTHONPATH": folder}
+        command = [sys.executable, "bench_driver.py", f"preprocessed_data/{prefix}", prefix,
+                   REFERENCE_GENERATORS[generator], str(kappa)]
+        run = run_measured(command, cwd=folder, env=env)
+    run.update(json.loads(run["stdout"].strip().splitlines()[-1]))
+    return run
+
+
+@contextlib.contextmanager
+def revision_package(revision: str):
+    """An environment whose ``topicbench`` is this repository at ``revision`` (a temporary copy)."""
+    with tempfile.TemporaryDirectory(prefix="topicbench-before-") as folder:
+        source, package = Path(folder) / "source", Path(folder) / "pkg" / "topicbench"
+        source.mkdir()
+        package.mkdir(parents=True)
+        extract_revision(REPOSITORY, revision, source, ["topicbench", "core", "baselines", "tasks", "flows"])
+        shutil.copy(source / "topicbench" / "__init__.py", package / "__init__.py")
+        for name in ("core", "baselines", "tasks", "flows"):
+            (package / name).symlink_to(source / name)
+        yield {**os.environ, "PYTHONPATH": str(package.parent)}
+
+
+def describe(name: str, run: dict) -> str:
+    parts = [f"{name:22s} wall {run['wall_seconds']:7.2f} s  peak {run['peak_gb']:5.2f} GB  F = {run['log_posterior']:.6f}"]
+    parts.append(f"{'':22s} load {run['load_seconds']:.2f} s, generate {run['generate_seconds']:.2f} s, "
+                 f"optimise {run['optimise_seconds']:.2f} s"
+                 + (f", start-up and output {run['startup_seconds']:.2f} s" if "startup_seconds" in run else ""))
+    return "\n".join(parts)
+
+
+def compare(ours: dict, reference: dict) -> str:
+    rel = abs(ours["log_posterior"] - reference["log_posterior"]) / abs(reference["log_posterior"])
+    return (f"speed-up {reference['wall_seconds'] / ours['wall_seconds']:.1f}x end to end, "
+            f"memory {ours['peak_gb'] / reference['peak_gb']:.3f} of the reference's peak "
+            f"({reference['peak_gb'] / ours['peak_gb']:.1f}x less); F relative difference {rel:.1e}")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--reference", type=Path, default=DEFAULT_REFERENCE, help="a git clone (bare or not) of BreuerLabs/E-LDA")
+    parser.add_argument("--corpus", choices=sorted(REFERENCE_DATASETS), default="congress")
+    parser.add_argument("--data", type=Path, default=SHARED_DATA, help="folder holding the shared corpora")
+    parser.add_argument("--generator", choices=sorted(REFERENCE_GENERATORS), default="raw_umass")
+    parser.add_argument("--kappa", type=float, default=2.0)
+    parser.add_argument("--repeats", type=int, default=3, help="timed topicbench runs (the fastest is shown)")
+    parser.add_argument("--before", metavar="REV", help="also time topicbench at this git revision")
+    parser.add_argument("--no-reference", action="store_true", help="time topicbench only")
+    args = parser.parse_args(argv)
+    corpus = args.data / args.corpus
+    if not corpus.is_dir():
+        raise SystemExit(f"bench_reference: corpus folder {corpus} not found (give --data)")
+    if not args.no_reference:
+        check_reference(args.reference)
+    print(f"{args.corpus}, {args.generator}, kappa {args.kappa:g}; {os.cpu_count()} cores, "
+          f"load average at start {os.getloadavg()[0]:.1f}", flush=True)
+    if args.before:
+        with revision_package(args.before) as env:
+            print(describe(f"topicbench @ {args.before}", time_topicbench(corpus, args.generator, args.kappa, args.repeats, env)), flush=True)
+    ours = time_topicbench(corpus, args.generator, args.kappa, args.repeats)
+    print(describe("topicbench elda", ours), flush=True)
+    if args.no_reference:
+        return 0
+    reference = time_reference(args.reference, args.corpus, args.generator, args.kappa)
+    print(describe("authors' code", reference))
+    if args.corpus in SPEC_FIGURES and args.generator == "raw_umass" and args.kappa == 2.0:
+        print(f"{'':22s} (spec §5 on an idle machine: {SPEC_FIGURES[args.corpus]})")
+    print(compare(ours, reference))
+    print(f"load average at the end {os.getloadavg()[0]:.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
