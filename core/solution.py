@@ -21,6 +21,7 @@ from .config import DEFAULT_TOP_WORDS, NULL_TOPIC_LOG_SCORE, OUTPUT_TOP_WORDS
 from .corpus import Corpus, segment_ids
 from .generators import Candidates
 from .output import TopicModelOutput, topic_document_from_token_topics
+from .topic_word import ConstantPlusSparse
 from .validation import InputError, check_budget, check_kappa
 
 
@@ -188,19 +189,22 @@ class Solution:
     ) -> TopicModelOutput:
         """The shared model output: the topics used (most documents first) as rows.
 
-        topic-word rows are softmax(L) of the selected candidates; a document's topic shares are
-        the shares of its tokens assigned to each topic.
+        topic-word rows are the selected candidates' distributions (:func:`topic_word_distributions`),
+        kept as a constant plus the stored entries; a document's topic shares are the shares of
+        its tokens assigned to each topic (sparse). No dense matrix is made.
         """
         used = self.topics_used
         remap = np.full(self.candidates.n_topics + 1, -1, dtype=np.int64)  # last slot: token at -1
         remap[used] = np.arange(len(used))
         token_topics = remap[self.token_topics]
         vocabulary = self.corpus.vocabulary
+        scores = candidate_scores(self.candidates).take(used)
         return TopicModelOutput(
             model=model,
             vocabulary=tuple(vocabulary),
-            topics=[self.candidates.top_words(int(t), top_n, vocabulary) for t in used],
-            topic_word_matrix=self.candidates.probabilities(used),
+            # the order of Candidates.top_words (by L, ties lower word id), for every topic at once
+            topics=[[vocabulary[w] for w in top] for top in scores.top_columns(top_n)],
+            topic_word_matrix=topic_word_distributions(self.candidates, used, scores=scores),
             topic_document_matrix=topic_document_from_token_topics(
                 token_topics, self.corpus.doc_offsets, len(used)
             ),
@@ -243,6 +247,21 @@ class Solution:
         table = pd.DataFrame(self.topic_table())
         table.to_parquet(folder / "topics.parquet", index=False)
         return folder
+
+
+def candidate_scores(candidates: Candidates) -> ConstantPlusSparse:
+    """The candidate matrix L as a :class:`ConstantPlusSparse` (its arrays, not a copy)."""
+    return ConstantPlusSparse(
+        candidates.row_constants, candidates.indptr, candidates.indices, candidates.values, candidates.n_words,
+    )
+
+
+def topic_word_distributions(candidates: Candidates, topics, *, scores: ConstantPlusSparse | None = None) -> ConstantPlusSparse:
+    """p(word | topic) of the given candidate topics as a constant plus sparse matrix: the entries of
+    :meth:`Candidates.probabilities` (softmax(L) of log-scores; the normalised row of
+    ``cooccurrence`` counts) without its dense rows. ``scores``: the topics' rows of L, if taken already."""
+    scores = candidate_scores(candidates).take(topics) if scores is None else scores
+    return scores.normalised_rows() if candidates.generator == "cooccurrence" else scores.softmax_rows()
 
 
 def read_links(folder) -> tuple[np.ndarray, np.ndarray]:

@@ -1,7 +1,7 @@
 """The one thread limiter: numba's and the BLAS/OpenMP pools' threads, held for a block of code.
 
-Used where work runs inside a Dask worker (a shard round, a model fit) so that a worker with
-``nthreads`` threads uses that many cores, and by the flow to keep scoring off busy cores.
+Used where work runs inside a Dask worker (a shard round, a model fit and its scoring) so that a
+worker with ``nthreads`` threads uses that many cores.
 """
 
 from __future__ import annotations

@@ -1,10 +1,15 @@
-"""The benchmark flow: corpora x models x seeds, fitted concurrently, scored, tracked in MLflow."""
+"""The benchmark flow: corpora x models x seeds, fitted and scored concurrently where each fit runs
+(a Dask worker, or this process's thread), tracked in MLflow by this process.
+
+Each fit task scores its own output and writes its artifacts where it ran
+(:func:`~topicbench.tasks.fit.fit_and_score`) and sends back scores and the artifacts' folder,
+never matrices: the flow process only claims, tracks and reports.
+"""
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
+import socket
 import time
 from dataclasses import dataclass
 
@@ -14,11 +19,9 @@ from prefect.states import Failed
 
 from topicbench.baselines.registry import MODELS
 from topicbench.core.corpus import Corpus
-from topicbench.core.threads import thread_limit
 from topicbench.tasks.corpus import load_corpus
 from topicbench.tasks.embeddings import embed_documents
-from topicbench.tasks.fit import fit_model
-from topicbench.tasks.metrics import metric_context, score_model_output
+from topicbench.tasks.fit import fit_and_score
 from topicbench.tasks.progress import listening
 from topicbench.tasks.records import settings_key
 from topicbench.tasks.tracking import Tracker, check_tracking_uri, log_failed_run, log_model_run, run_record
@@ -110,16 +113,15 @@ def _fit_score_and_track(config: BenchmarkConfig, tracker: Tracker, parent: str)
 
 
 def _fit_all(todo: list, claims: dict, config: BenchmarkConfig, tracker: Tracker, splits: dict, progress, log):
-    """Fit, score and log every job of ``todo``, each as its fit ends; a failure is recorded as
-    the job's FAILED run and the others go on. Returns the labels logged and the failures."""
-    futures = _submit_fits(todo, splits)
-    contexts = {}
+    """Fit and score every job of ``todo`` (where it runs) and log each as it ends; a failure is
+    recorded as the job's FAILED run and the others go on. Returns the labels logged and the failures."""
+    futures = _submit_fits(todo, config, splits)
     failed, logged = [], []
     started = time.perf_counter()
     for done, (future, job) in enumerate(finished_one_by_one(futures), start=1):
         run_id = claims[job].run_id
         try:
-            result, scores, skipped = _scored(future, job, config, splits, contexts)
+            scored = _scored(future)
         except Exception as error:  # a failed fit or scoring: record it, go on with the others
             raise_interrupt_behind(error)
             log_failed_run(tracker, run_id, job, error)
@@ -128,14 +130,25 @@ def _fit_all(todo: list, claims: dict, config: BenchmarkConfig, tracker: Tracker
             progress.run_done(job.label, failed=True)
             log.warning("[%d/%d] %s FAILED: %s", done, len(todo), job.label, error)
             continue
-        log_model_run(tracker, run_id, job, result, scores, skipped)
-        tracker.open_runs.discard(run_id)
+        _log_scored(tracker, run_id, job, scored)
         logged.append(job.label)
         progress.run_done(job.label)
         # in the run logs; the console shows the live progress instead (this line with -v)
-        log.info("[%d/%d] %s: fitted in %.1f s (%.0f s elapsed)", done, len(todo), job.label,
-                 result.output.fit_seconds, time.perf_counter() - started)
+        log.info("[%d/%d] %s: fitted in %.1f s, scored in %.1f s (%.0f s elapsed)", done, len(todo), job.label,
+                 scored.output.fit_seconds, scored.scoring_seconds, time.perf_counter() - started)
     return logged, failed
+
+
+def _log_scored(tracker: Tracker, run_id: str, job: Job, scored) -> None:
+    """Log a scored fit to its claimed run, then remove its artifacts' temporary folder."""
+    try:
+        log_model_run(tracker, run_id, job, scored)
+    except Exception as error:
+        raise_interrupt_behind(error)
+        raise
+    finally:
+        scored.artifacts.remove()
+    tracker.open_runs.discard(run_id)
 
 
 def _sort_claims(jobs: list, claims: dict, log):
@@ -152,35 +165,34 @@ def _sort_claims(jobs: list, claims: dict, log):
     return finished, elsewhere, todo
 
 
-def _submit_fits(todo: list, splits: dict) -> dict:
-    """One fit task per job (after its corpus's document embeddings, where the model reads them)."""
+def _submit_fits(todo: list, config: BenchmarkConfig, splits: dict) -> dict:
+    """One fit-and-score task per job (after its corpus's document embeddings, where the model
+    reads them)."""
     embeddings = _embed_documents_once(todo)
+    flow_host = socket.gethostname()
     return {
-        fit_model.submit(
+        fit_and_score.submit(
             job.corpus_data, job.model.model, job.model.num_topics, job.model.settings, job.seed,
-            splits[job.corpus.name][1], job.label, wait_for=embeddings.get(job.embedding_key, []),
+            splits[job.corpus.name][1], job.label, metrics=job.metrics, context_metrics=config.metrics,
+            top_n=config.top_n, flow_host=flow_host, wait_for=embeddings.get(job.embedding_key, []),
         ): job
         for job in todo
     }
 
 
-def _scored(future, job: Job, config: BenchmarkConfig, splits: dict, contexts: dict):
-    """(fit result, scores, skipped metrics) of a finished fit; raises the fit's or scoring's error.
-    ``contexts`` caches one metric context per corpus (counts made once, reused by every run)."""
+def _scored(future):
+    """The :class:`~topicbench.tasks.fit.ScoredFit` of a finished task; raises its fit's or
+    scoring's error."""
     result = future.result(raise_on_failure=False)
     if isinstance(result, BaseException):
         raise result
-    if job.corpus.name not in contexts:
-        contexts[job.corpus.name] = metric_context(job.corpus_data, config.metrics, config.top_n, splits[job.corpus.name][1])
-    with _scoring_threads(config):
-        scores, skipped = score_model_output(result.output, contexts[job.corpus.name], job.metrics, job.seed, result.heldout_theta)
-    return result, scores, skipped
+    return result
 
 
 def raise_interrupt_behind(error: BaseException) -> None:
     """Raise the interrupt that ``error`` was raised while handling, if any.
 
-    Scoring runs Prefect tasks in this (the main) thread, so Ctrl-C can land inside Prefect's task
+    Logging runs Prefect tasks in this (the main) thread, so Ctrl-C can land inside Prefect's task
     engine before the task run exists; the engine's crash handler then fails with
     ``ValueError("Task run is not set")``, and the interrupt survives only as that error's context.
     Without this the interrupt would be recorded as one failed fit and the benchmark would go on.
@@ -212,14 +224,6 @@ def finished_one_by_one(futures: dict, poll_seconds: float = 0.5):
         handover.append((ready, futures.pop(ready)))
         ready = None
         yield handover.pop()
-
-
-def _scoring_threads(config: BenchmarkConfig):
-    """Threads for scoring in the flow's process: one while local worker processes already use
-    every core (more would only oversubscribe them), else numba's and BLAS's defaults."""
-    if config.scheduler or config.workers < (os.cpu_count() or 1):
-        return contextlib.nullcontext()
-    return thread_limit(1)
 
 
 def _embed_documents_once(jobs) -> dict:

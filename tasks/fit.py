@@ -1,9 +1,11 @@
-"""Prefect task: fit one model with one seed (runs on the flow's task runner, e.g. Dask)."""
+"""Prefect tasks: fit one model with one seed (runs on the flow's task runner, e.g. Dask); and fit,
+score and write its artifacts there, so that only scores and the artifacts' folder come back."""
 
 from __future__ import annotations
 
 import os
 import socket
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -13,7 +15,10 @@ from prefect.cache_policies import NONE
 from topicbench.baselines.registry import MODELS
 from topicbench.core.corpus import Corpus
 from topicbench.core.output import TopicModelOutput
+from topicbench.core.metrics.scoring import score
 from topicbench.core.threads import worker_threads
+from topicbench.tasks.artifacts import ArtifactFolder
+from topicbench.tasks.metrics import process_metric_context
 from topicbench.tasks.progress import fit_progress
 
 
@@ -47,6 +52,77 @@ def fit_model(
         if heldout is not None and estimator.supports_transform:
             theta = estimator.transform(heldout)
         return FitResult(estimator.output_, dict(estimator.resolved_), theta, fit_location())
+
+
+@dataclass(frozen=True)
+class OutputSummary:
+    """What tracking logs of an output besides its artifacts (the fields of
+    :class:`~topicbench.core.output.TopicModelOutput` of those names; no matrices)."""
+
+    fit_seconds: float
+    n_topics: int
+    peak_memory_mb: float | None
+    extra: dict
+
+    @classmethod
+    def of(cls, output: TopicModelOutput) -> "OutputSummary":
+        return cls(output.fit_seconds, output.n_topics, output.peak_memory_mb, dict(output.extra))
+
+
+@dataclass(frozen=True, eq=False)
+class ScoredFit:
+    """What a fit scored where it ran sends back to the flow: no matrices.
+
+    Attributes
+    ----------
+    output : OutputSummary
+    resolved : dict
+        The model's resolved values (tracked as ``resolved.<name>``).
+    scores : dict
+        Score key -> value.
+    skipped : dict
+        Metric (or ``"top_n ..."``) -> why it was not scored.
+    artifacts : ArtifactFolder
+        The output's artifacts, written where it was fitted.
+    fitted_on : dict
+        :func:`fit_location`.
+    scoring_seconds : float
+        Time spent scoring (the metric context's first build included).
+    """
+
+    output: OutputSummary
+    resolved: dict
+    scores: dict
+    skipped: dict
+    artifacts: ArtifactFolder
+    fitted_on: dict = field(default_factory=dict)
+    scoring_seconds: float = 0.0
+
+
+@task(name="fit_model_and_score", retries=0, cache_policy=NONE)
+def fit_and_score(
+    corpus: Corpus, model: str, num_topics, settings: dict, seed: int, heldout: Corpus | None = None,
+    label: str | None = None, *, metrics, context_metrics, top_n, flow_host: str,
+) -> ScoredFit:
+    """:func:`fit_model`, then score its output with ``metrics`` and write its artifacts, here.
+
+    The metric context is this process's for the corpus (:func:`process_metric_context`, keyed
+    by ``context_metrics`` and ``top_n``: built once, its counts reused by every later output).
+    The artifacts go to a temporary folder, sent as a path to a flow on ``flow_host`` or as
+    files to one elsewhere (:class:`~topicbench.tasks.artifacts.ArtifactFolder`). A failure of
+    the fit or of the scoring raises, as a failed fit always has.
+    """
+    fitted = fit_model.fn(corpus, model, num_topics, settings, seed, heldout, label)
+    started = time.perf_counter()
+    with worker_threads():
+        context, lock = process_metric_context(corpus, context_metrics, top_n, heldout)
+        with lock:
+            scores, skipped = score(fitted.output, context, metrics, seed=seed, heldout_theta=fitted.heldout_theta)
+    scoring_seconds = time.perf_counter() - started
+    artifacts = ArtifactFolder.write(fitted.output, flow_host)
+    return ScoredFit(
+        OutputSummary.of(fitted.output), fitted.resolved, scores, skipped, artifacts, fitted.fitted_on, scoring_seconds,
+    )
 
 
 def fit_location() -> dict:

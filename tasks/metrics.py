@@ -1,7 +1,15 @@
 """Prefect tasks: the metric context of a corpus (one per corpus, its counts shared by every output)
-and scoring one model output. The logic is :func:`topicbench.core.metrics.scoring.score`."""
+and scoring one model output. The logic is :func:`topicbench.core.metrics.scoring.score`.
+
+:func:`process_metric_context` keeps the contexts of the process (a Dask worker scores every
+output it fits, :mod:`topicbench.tasks.fit`): one per corpus and metric settings, built on first
+use and reused by every later output of that corpus, so its counts are made once per worker.
+"""
 
 from __future__ import annotations
+
+import threading
+from collections import OrderedDict
 
 from prefect import task
 from prefect.cache_policies import NONE
@@ -20,13 +28,44 @@ def _embed_words(vocabulary):
     return word_vectors(vocabulary)
 
 
-@task(name="metric_context", cache_policy=NONE)
-def metric_context(corpus: Corpus, metrics, top_n, heldout: Corpus | None = None) -> MetricContext:
+#: Metric contexts a process keeps (least recently used dropped first): a benchmark's corpora.
+CONTEXTS_KEPT = 4
+
+_contexts: OrderedDict = OrderedDict()  # key -> (MetricContext, lock held while scoring with it)
+_contexts_lock = threading.Lock()
+
+
+def build_metric_context(corpus: Corpus, metrics, top_n, heldout: Corpus | None = None) -> MetricContext:
     """What the metrics need for one corpus; word vectors (when a metric needs them) are embedded on
     first use, once per vocabulary."""
     inputs = MetricInputs(corpus=corpus, heldout_corpus=heldout, settings=MetricSettings(top_n=tuple(top_n)))
     wants_vectors = any("word_vectors" in METRICS.get(name).needs for name in metrics)
     return MetricContext(inputs, embed_words=_embed_words if wants_vectors else None)
+
+
+@task(name="metric_context", cache_policy=NONE)
+def metric_context(corpus: Corpus, metrics, top_n, heldout: Corpus | None = None) -> MetricContext:
+    """:func:`build_metric_context` as a task."""
+    return build_metric_context(corpus, metrics, top_n, heldout)
+
+
+def process_metric_context(corpus: Corpus, metrics, top_n, heldout: Corpus | None = None):
+    """This process's metric context of ``corpus`` (built on first use, then reused) and the lock
+    to hold while scoring with it (its caches grow in place; fits may end in several threads).
+
+    Keyed by the corpus's and the held-out corpus's fingerprints and the metric settings (the N
+    grid, and whether word vectors are wanted), so every output of one corpus shares its counts.
+    """
+    wants_vectors = any("word_vectors" in METRICS.get(name).needs for name in metrics)
+    key = (corpus.fingerprint(), heldout.fingerprint() if heldout is not None else None,
+           repr(MetricSettings(top_n=tuple(top_n))), wants_vectors)
+    with _contexts_lock:
+        if key not in _contexts:
+            _contexts[key] = (build_metric_context(corpus, metrics, top_n, heldout), threading.Lock())
+            while len(_contexts) > CONTEXTS_KEPT:
+                _contexts.popitem(last=False)
+        _contexts.move_to_end(key)
+        return _contexts[key]
 
 
 @task(name="score_output", cache_policy=NONE)

@@ -19,7 +19,6 @@ import os
 import re
 import socket
 import sqlite3
-import tempfile
 import threading
 import time
 import traceback
@@ -524,15 +523,16 @@ class Tracker:
             self.client.set_tag(run_id, "topicbench.changed_settings", json.dumps(changed, default=str)[:4900])
         self._log_corpus_input(run_id, job)
 
-    def log_model_run(self, run_id: str, job, fit, scores: dict, skipped: dict) -> str:
-        """Fill the claimed run ``run_id`` with ``job``'s fit (a :class:`~topicbench.tasks.fit.FitResult`:
-        its resolved values as ``resolved.<name>`` params, its output's metrics and artifacts) and
-        scores, and end it FINISHED."""
+    def log_model_run(self, run_id: str, job, fit) -> str:
+        """Fill the claimed run ``run_id`` with ``job``'s fit, scored where it ran (a
+        :class:`~topicbench.tasks.fit.ScoredFit`: its resolved values as ``resolved.<name>``
+        params, its output's metrics, its scores and its artifacts, logged from the folder they
+        were written to) and end it FINISHED."""
         output = fit.output
         if fit.resolved:
             self.client.log_batch(run_id, params=_params({f"resolved.{k}": v for k, v in fit.resolved.items()}))
-        if fit.fitted_on:
-            self._set_tags(run_id, {f"topicbench.fitted_on.{k}": v for k, v in fit.fitted_on.items()})
+        tags = {f"topicbench.fitted_on.{k}": v for k, v in fit.fitted_on.items()}
+        self._set_tags(run_id, {**tags, "topicbench.scoring_seconds": f"{fit.scoring_seconds:.3f}"})
         metrics = {"fit_seconds": output.fit_seconds, "num_topics_used": output.n_topics}
         if output.peak_memory_mb is not None:
             metrics["peak_memory_mb"] = output.peak_memory_mb
@@ -540,15 +540,12 @@ class Tracker:
         if "converged" in output.extra:
             metrics["converged"] = float(output.extra["converged"])
             self.client.set_tag(run_id, "topicbench.training_loss_kind", output.extra.get("training_loss_kind", ""))
-        metrics.update(scores)
+        metrics.update(fit.scores)
         self._log_metrics(run_id, metrics)
         self._log_training_curve(run_id, output.extra)
-        if skipped:
-            self.client.set_tag(run_id, "topicbench.skipped_metrics", json.dumps(skipped)[:4900])
-        with tempfile.TemporaryDirectory() as folder:
-            folder = Path(folder)
-            output.save(folder / "output")
-            _write_topics(output, folder)
+        if fit.skipped:
+            self.client.set_tag(run_id, "topicbench.skipped_metrics", json.dumps(fit.skipped)[:4900])
+        with fit.artifacts.local_folder() as folder:
             self.client.log_artifacts(run_id, str(folder))
         self._terminate(run_id, "FINISHED")
         return run_id
@@ -653,8 +650,8 @@ def _make_database_folder(uri: str) -> None:
 
 
 @task(name="log_model_run", retries=3, retry_delay_seconds=[1, 2, 4], cache_policy=NONE)
-def log_model_run(tracker: Tracker, run_id: str, job, fit, scores: dict, skipped: dict) -> str:
-    return tracker.log_model_run(run_id, job, fit, scores, skipped)
+def log_model_run(tracker: Tracker, run_id: str, job, fit) -> str:
+    return tracker.log_model_run(run_id, job, fit)
 
 
 @task(name="log_failed_run", retries=3, retry_delay_seconds=[1, 2, 4], cache_policy=NONE)
@@ -666,17 +663,6 @@ def _params(values: dict) -> list:
     from mlflow.entities import Param
 
     return [Param(str(k)[:250], str(v)[:6000]) for k, v in values.items()]
-
-
-def _write_topics(output, folder: Path) -> None:
-    import pandas as pd
-
-    records = [
-        {"topic": k, "label": (output.topic_labels or [None] * output.n_topics)[k], "words": " ".join(words)}
-        for k, words in enumerate(output.topics)
-    ]
-    (folder / "topics.json").write_text(json.dumps(records, indent=1, ensure_ascii=False), encoding="utf-8")
-    pd.DataFrame(records).to_csv(folder / "topics.csv", index=False)
 
 
 def changed_settings(model: str, settings: dict) -> dict:

@@ -28,7 +28,8 @@ import scipy.sparse as sp
 from ..config import HELDOUT_CHUNK_CELLS as CHUNK_CELLS
 from ..config import PROBABILITY_FLOOR
 from ..corpus import Corpus
-from ..output import PROBABILITY_TOLERANCE
+from ..output import check_probabilities, matrix_shape
+from ..topic_word import ConstantPlusSparse
 from ..validation import InputError
 
 
@@ -68,29 +69,28 @@ def heldout_log_likelihood(test_documents, topic_word_matrix, doc_topic_matrix) 
     ----------
     test_documents : Corpus or sparse matrix (D_test × V)
         The test documents (word counts), over the vocabulary of ``topic_word_matrix``.
-    topic_word_matrix : ndarray (K, V)
-        φ, rows summing to 1.
-    doc_topic_matrix : ndarray (K, D_test)
-        θ of the test documents, columns summing to 1.
+    topic_word_matrix : ndarray or ConstantPlusSparse (K, V)
+        φ, rows summing to 1 (a constant-plus-sparse φ is never made dense).
+    doc_topic_matrix : ndarray or scipy sparse matrix (K, D_test)
+        θ of the test documents, columns summing to 1 (a sparse θ is made dense a chunk at a time).
     """
     counts = test_documents.doc_term if isinstance(test_documents, Corpus) else sp.csr_matrix(test_documents)
-    phi = np.asarray(topic_word_matrix, dtype=np.float64)
-    theta = np.asarray(doc_topic_matrix, dtype=np.float64)
-    if phi.ndim != 2 or theta.ndim != 2 or theta.shape[0] != phi.shape[0]:
+    phi = topic_word_matrix
+    if not isinstance(phi, ConstantPlusSparse):
+        phi = np.asarray(topic_word_matrix, dtype=np.float64)
+    theta = sp.csc_matrix(doc_topic_matrix, dtype=np.float64) if sp.issparse(doc_topic_matrix) else (
+        np.asarray(doc_topic_matrix, dtype=np.float64))
+    if len(matrix_shape(phi)) != 2 or theta.ndim != 2 or theta.shape[0] != phi.shape[0]:
         raise InputError(
-            f"shapes do not fit: topic-word {phi.shape}, document-topic {theta.shape} (expected (K, V) and (K, D))"
+            f"shapes do not fit: topic-word {matrix_shape(phi)}, document-topic {theta.shape} (expected (K, V) and (K, D))"
         )
     if counts.shape != (theta.shape[1], phi.shape[1]):
         raise InputError(
             f"the test documents are {counts.shape[0]} x {counts.shape[1]} (documents x words) but "
             f"theta covers {theta.shape[1]} documents and phi {phi.shape[1]} words"
         )
-    for matrix, axis, what in ((phi, 1, "topic-word rows"), (theta, 0, "document-topic columns")):
-        if not np.all(np.isfinite(matrix)) or (matrix < 0).any():
-            raise InputError(f"{what} hold negative, NaN or infinite values")
-        sums = matrix.sum(axis=axis)
-        if sums.size and np.abs(sums - 1).max() > PROBABILITY_TOLERANCE:
-            raise InputError(f"{what} must sum to 1 (worst: {sums[np.argmax(np.abs(sums - 1))]:.6g})")
+    check_probabilities(phi, 1, "topic-word rows")
+    check_probabilities(theta, 0, "document-topic columns")
     if counts.nnz == 0 or counts.sum() == 0:
         raise InputError("the test documents have no tokens")
     counts = counts.tocsr()
@@ -99,7 +99,9 @@ def heldout_log_likelihood(test_documents, topic_word_matrix, doc_topic_matrix) 
     total, floored = 0.0, 0
     for begin in range(0, counts.shape[0], rows_per_chunk):
         block = counts[begin : begin + rows_per_chunk].tocoo()
-        word_probability = theta[:, begin : begin + rows_per_chunk].T @ phi  # p(w | d) of the chunk
+        chunk_theta = theta[:, begin : begin + rows_per_chunk]
+        chunk_theta = chunk_theta.toarray() if sp.issparse(chunk_theta) else chunk_theta
+        word_probability = chunk_theta.T @ phi  # p(w | d) of the chunk
         p = word_probability[block.row, block.col]
         low = p < PROBABILITY_FLOOR
         floored += int(block.data[low].sum())

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..config import LABEL_CLASSIFIER_C, LABEL_CLASSIFIER_MAX_ITER, LABEL_TEST_FRACTION
 from ..validation import InputError
@@ -23,8 +24,9 @@ from ..validation import InputError
 logger = logging.getLogger(__name__)
 
 
-def _check_doc_topic(doc_topic, labels) -> tuple[np.ndarray, np.ndarray]:
-    theta = np.asarray(doc_topic, dtype=np.float64)
+def _check_doc_topic(doc_topic, labels) -> tuple:
+    """(θ, labels as str): a dense θ as float64, a sparse one (E-LDA's) kept sparse, as CSC."""
+    theta = sp.csc_matrix(doc_topic, dtype=np.float64) if sp.issparse(doc_topic) else np.asarray(doc_topic, dtype=np.float64)
     if theta.ndim != 2:
         raise InputError(f"the topic-document matrix must be 2-d (topics x documents), got shape {theta.shape}")
     if labels is None:
@@ -35,14 +37,27 @@ def _check_doc_topic(doc_topic, labels) -> tuple[np.ndarray, np.ndarray]:
     missing = [d for d, label in enumerate(labels) if label is None or label == ""]
     if missing:
         raise InputError(f"{len(missing)} documents have no label (first: document {missing[0]})")
-    if not np.all(np.isfinite(theta)):
+    if not np.all(np.isfinite(theta.data if sp.issparse(theta) else theta)):
         raise InputError("the topic-document matrix holds NaN or infinite values")
     return theta, labels.astype(str)
 
 
 def main_topics(doc_topic) -> np.ndarray:
-    """Each document's main topic argmax_k θ_d[k] (ties: the lowest k)."""
-    return np.argmax(np.asarray(doc_topic), axis=0)
+    """Each document's main topic argmax_k θ_d[k] (ties: the lowest k); θ dense or sparse (then
+    its entries are probabilities, so a column's maximum is a stored entry)."""
+    if not sp.issparse(doc_topic):
+        return np.argmax(np.asarray(doc_topic), axis=0)
+    columns = sp.csc_matrix(doc_topic)
+    columns.sum_duplicates()
+    columns.sort_indices()
+    lengths = np.diff(columns.indptr)
+    document = np.repeat(np.arange(columns.shape[1]), lengths)
+    # per column, the stored entries by value high to low, then by topic: the first is the argmax
+    order = np.lexsort((columns.indices, -columns.data, document))
+    first = columns.indptr[:-1][lengths > 0]
+    main = np.zeros(columns.shape[1], dtype=np.int64)
+    main[lengths > 0] = columns.indices[order[first]]
+    return main
 
 
 def clustering_scores(doc_topic, labels) -> dict:
@@ -110,7 +125,7 @@ def classification_scores(doc_topic, labels, rng: np.random.Generator | None = N
     train, test = train_test_split_indices(labels, rng, partitions=partitions, test_fraction=test_fraction)
     if len(np.unique(labels[train])) < 2:
         raise InputError("the training documents hold a single label: a classifier needs two or more")
-    features = theta.T
+    features = theta.T.tocsr() if sp.issparse(theta) else theta.T
     classifier = LogisticRegression(C=LABEL_CLASSIFIER_C, max_iter=LABEL_CLASSIFIER_MAX_ITER)
     classifier.fit(features[train], labels[train])
     predicted = classifier.predict(features[test])

@@ -27,16 +27,22 @@ import numpy as np
 
 from ..config import NULL_TOPIC_LOG_SCORE, PROBABILITY_FLOOR, RANDK_DRAWS
 from ..corpus import Corpus
-from ..generators import topic_matrix_candidates
+from ..generators import Candidates, topic_matrix_candidates
 from ..greedy import fast_greedy
 from ..solution import Solution
-from ..validation import InputError, check_topic_matrix
+from ..topic_word import ConstantPlusSparse
+from ..validation import InputError, check_labels, check_topic_matrix
 
 logger = logging.getLogger(__name__)
 
 
-def log_topic_word(topic_word_matrix) -> np.ndarray:
-    """log φ with probabilities floored at ``PROBABILITY_FLOOR`` (so log φ >= β, spec §1)."""
+def log_topic_word(topic_word_matrix):
+    """log φ with probabilities floored at ``PROBABILITY_FLOOR`` (so log φ >= β, spec §1); a
+    :class:`ConstantPlusSparse` φ gives a log φ of the same form (no dense matrix is made)."""
+    if isinstance(topic_word_matrix, ConstantPlusSparse):
+        if not topic_word_matrix.all_finite() or topic_word_matrix.min() < 0:
+            raise InputError("the topic-word matrix holds negative, NaN or infinite values")
+        return topic_word_matrix.map(lambda p: np.log(np.maximum(p, PROBABILITY_FLOOR)))
     phi = np.asarray(topic_word_matrix, dtype=np.float64)
     if phi.ndim != 2:
         raise InputError(f"the topic-word matrix must be 2-d (topics x words), got shape {phi.shape}")
@@ -45,9 +51,25 @@ def log_topic_word(topic_word_matrix) -> np.ndarray:
     return np.log(np.maximum(phi, PROBABILITY_FLOOR))
 
 
-def check_token_topics(corpus: Corpus, log_phi, token_topics) -> tuple[np.ndarray, np.ndarray]:
+def _check_log_phi(log_phi, n_words: int):
+    """A dense log φ through :func:`check_topic_matrix`; a constant-plus-sparse one by the same rules."""
+    if not isinstance(log_phi, ConstantPlusSparse):
+        return check_topic_matrix(log_phi, n_words, name="log_phi")
+    if log_phi.shape[0] == 0:
+        raise InputError("log_phi has no topics (0 rows)")
+    if log_phi.shape[1] != n_words:
+        raise InputError(
+            f"log_phi has {log_phi.shape[1]} columns but the corpus vocabulary has {n_words} words: "
+            "the topic matrix must use the corpus vocabulary, in its order"
+        )
+    if not log_phi.all_finite():
+        raise InputError("log_phi has NaN or infinite values; give log-probabilities with a finite floor")
+    return log_phi
+
+
+def check_token_topics(corpus: Corpus, log_phi, token_topics) -> tuple:
     """Check (log φ, z) against the corpus: K × V with V = the corpus vocabulary, one z per token."""
-    log_phi = check_topic_matrix(log_phi, corpus.n_words, name="log_phi")
+    log_phi = _check_log_phi(log_phi, corpus.n_words)
     if token_topics is None:
         raise InputError("this metric needs token assignments: the model output has no token_topics")
     token_topics = np.asarray(token_topics)
@@ -74,7 +96,10 @@ def assignment_log_likelihood(corpus: Corpus, log_phi, token_topics) -> float:
 def _assignment_log_likelihood(log_phi, words, topics) -> float:
     assigned = topics >= 0
     scores = np.full(len(words), NULL_TOPIC_LOG_SCORE)
-    scores[assigned] = log_phi[topics[assigned], words[assigned]]
+    if isinstance(log_phi, ConstantPlusSparse):
+        scores[assigned] = log_phi.entries(topics[assigned], words[assigned])
+    else:
+        scores[assigned] = log_phi[topics[assigned], words[assigned]]
     return float(scores.sum())
 
 
@@ -141,8 +166,44 @@ def matched_budget_elda(corpus: Corpus, log_phi, token_topics, labels=None) -> S
     """
     log_phi, token_topics = check_token_topics(corpus, log_phi, token_topics)
     kappa = mean_distinct_topics(corpus, token_topics)
-    candidates = topic_matrix_candidates(log_phi, labels, vocabulary=corpus.vocabulary)
+    if isinstance(log_phi, ConstantPlusSparse):
+        candidates = constant_plus_sparse_candidates(log_phi, labels)
+    else:
+        candidates = topic_matrix_candidates(log_phi, labels, vocabulary=corpus.vocabulary)
     return fast_greedy(corpus, candidates, kappa)
+
+
+def constant_plus_sparse_candidates(log_phi: ConstantPlusSparse, labels=None) -> Candidates:
+    """The candidates :func:`topic_matrix_candidates` makes of ``log_phi.toarray()`` (each row's
+    minimum as its constant, the entries above it stored), without the dense matrix: a row
+    whose constant is its minimum keeps its stored entries above it; any other row (a stored
+    entry below the constant, or no column left at the constant) is made dense on its own."""
+    n_topics, n_words = log_phi.shape
+    labels = check_labels(labels if labels is not None else [f"topic_{t}" for t in range(n_topics)], n_topics)
+    rows_of_stored = np.repeat(np.arange(n_topics), np.diff(log_phi.indptr))
+    below = np.zeros(n_topics, dtype=bool)
+    below[rows_of_stored[log_phi.values < log_phi.row_constants[rows_of_stored]]] = True
+    odd = np.flatnonzero(below | (log_phi.unstored_counts() == 0))
+    constants = log_phi.row_constants.astype(np.float64).copy()
+    keep = log_phi.values > constants[rows_of_stored]
+    keep[np.isin(rows_of_stored, odd)] = False
+    rows, columns, values = [rows_of_stored[keep]], [log_phi.indices[keep].astype(np.int64)], [log_phi.values[keep]]
+    for t in odd:  # rare: made dense one row at a time
+        row = log_phi.row(t)
+        constants[t] = row.min()
+        (stored,) = np.nonzero(row > constants[t])
+        rows.append(np.full(len(stored), t, dtype=np.int64))
+        columns.append(stored)
+        values.append(row[stored])
+    rows, columns, values = np.concatenate(rows), np.concatenate(columns), np.concatenate(values)
+    order = np.lexsort((columns, rows))
+    indptr = np.zeros(n_topics + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=n_topics), out=indptr[1:])
+    return Candidates(
+        row_constants=constants, indptr=indptr, indices=columns[order].astype(np.int32),
+        values=values[order].astype(np.float64), n_words=n_words, labels=tuple(labels), keywords=None,
+        generator="topic_matrix", settings={"generator": "topic_matrix"},
+    )
 
 
 @dataclass(frozen=True)

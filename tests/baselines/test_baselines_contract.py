@@ -56,7 +56,12 @@ def check_output(output: TopicModelOutput, model: TopicModel, corpus, seed: int)
     n_topics = output.n_topics
     assert n_topics >= 2
     assert output.vocabulary == corpus.vocabulary
-    topic_word, topic_document = output.topic_word_matrix, output.topic_document_matrix
+    # the OCTIS view: dense arrays, whatever form the output keeps its matrices in (E-LDA: sparse)
+    octis = output.to_octis()
+    topic_word, topic_document = octis["topic-word-matrix"], octis["topic-document-matrix"]
+    assert type(topic_word) is np.ndarray and type(topic_document) is np.ndarray
+    assert octis["topics"] == [list(words) for words in output.topics]
+    assert output.topic_word_matrix.shape == topic_word.shape == (n_topics, corpus.n_words)
     assert topic_word.shape == (n_topics, corpus.n_words)
     assert topic_document.shape == (n_topics, corpus.n_documents)
     for matrix, axis in ((topic_word, 1), (topic_document, 0)):
@@ -122,8 +127,9 @@ def check_model_contract(models, name: str, lee_corpus, small_synthetic) -> None
     if model_class.reproducible:
         second = model_class(NUM_TOPICS, random_state=SEED, **settings).fit(lee_corpus).output_
         assert second.topics == first.topics
-        np.testing.assert_array_equal(second.topic_word_matrix, first.topic_word_matrix)
-        np.testing.assert_array_equal(second.topic_document_matrix, first.topic_document_matrix)
+        second_octis, first_octis = second.to_octis(), first.to_octis()
+        np.testing.assert_array_equal(second_octis["topic-word-matrix"], first_octis["topic-word-matrix"])
+        np.testing.assert_array_equal(second_octis["topic-document-matrix"], first_octis["topic-document-matrix"])
         if first.token_topics is not None:
             np.testing.assert_array_equal(second.token_topics, first.token_topics)
 

@@ -253,3 +253,77 @@ def test_finished_futures_are_handed_over_one_by_one_and_forgotten():
     assert watched() is None  # nothing in the flow's bookkeeping keeps the output alive
     first.wrapped_future.set_result(Output())
     assert next(order)[1] == "first job" and futures == {}
+
+
+def logged_scores(uri: str) -> dict:
+    """{(model, seed): {metric: value}} of the scores the fit runs logged (fit time and memory aside)."""
+    unscored = {"peak_memory_mb", "num_topics_used"}
+    return {
+        (r.data.tags["model"], r.data.tags["seed"]): {
+            k: v for k, v in r.data.metrics.items() if k not in unscored and not k.endswith("_seconds")
+        }
+        for r in fit_runs(MlflowClient(uri))
+    }
+
+
+def scores_in_this_process(config) -> dict:
+    """What the flow logged before scoring moved to the workers: each output fitted and scored here,
+    with one context per corpus, the metrics under their tracked names and the output's numbers."""
+    from topicbench.core.io import load_corpus
+    from topicbench.core.preprocess import PreprocessConfig
+    from topicbench.tasks.fit import fit_model
+    from topicbench.tasks.metrics import build_metric_context, score_model_output
+    from topicbench.tasks.tracking import tracked_name
+
+    spec = config.corpora[0]
+    corpus = load_corpus(spec.source, PreprocessConfig(**spec.preprocessing))
+    context = build_metric_context(corpus, config.metrics, config.top_n)
+    expected = {}
+    for model in config.models:
+        for seed in config.seeds:
+            fitted = fit_model.fn(corpus, model.model, model.num_topics, model.settings, seed)
+            values, _ = score_model_output.fn(fitted.output, context, config.metrics, seed)
+            numbers = {k: v for k, v in fitted.output.extra.items()
+                       if isinstance(v, (int, float)) and not isinstance(v, bool) and not k.endswith("_seconds")}
+            expected[(model.model, str(seed))] = {**numbers, **{tracked_name(k): v for k, v in values.items()}}
+    return expected
+
+
+def test_outputs_are_scored_where_they_were_fitted_and_the_flow_logs_the_same_scores(tiny_octis, tmp_path, monkeypatch):
+    """In process and on a local Dask cluster, the runs hold the scores of scoring in the flow
+    process (as before), no E-LDA matrix was ever made dense, and no artifact folder is left."""
+    import tempfile
+
+    from topicbench.core.topic_word import ConstantPlusSparse
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("an E-LDA topic-word matrix was made dense during the benchmark")
+
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temporary))
+    monkeypatch.setenv("TMPDIR", str(temporary))  # the Dask worker processes' temporary folder too
+    in_process = make_config(tiny_octis, f"sqlite:///{tmp_path / 'one' / 'mlflow.db'}", [ELDA], seeds=[0])
+    expected = scores_in_this_process(in_process)
+    monkeypatch.setattr(ConstantPlusSparse, "toarray", refuse)
+    monkeypatch.setattr(ConstantPlusSparse, "__array__", refuse)
+    assert run_benchmark(in_process).is_completed()
+    on_dask = in_process.replace(tracking_uri=f"sqlite:///{tmp_path / 'two' / 'mlflow.db'}", workers=2)
+    assert run_benchmark(on_dask).is_completed()
+    for uri in (in_process.tracking_uri, on_dask.tracking_uri):
+        logged = logged_scores(uri)
+        assert set(logged) == set(expected)
+        for key, values in expected.items():
+            assert logged[key].keys() == values.keys(), key
+            for name, value in values.items():
+                assert logged[key][name] == pytest.approx(value, rel=1e-12), (uri, key, name)
+    client = MlflowClient(on_dask.tracking_uri)
+    run = fit_runs(client)[0]
+    assert run.data.tags["topicbench.fitted_on.dask_worker"].startswith("tcp://")
+    assert float(run.data.tags["topicbench.scoring_seconds"]) > 0
+    matrices = Path(client.download_artifacts(run.info.run_id, "output/matrices.npz", str(tmp_path / "download")))
+    import numpy as np
+
+    with np.load(matrices) as arrays:
+        assert "topic_word_matrix.row_constants" in arrays.files and "topic_word_matrix" not in arrays.files
+    assert not [p for p in temporary.iterdir() if p.name.startswith("topicbench-run-")]

@@ -85,13 +85,14 @@ def test_an_interrupt_masked_by_prefects_crash_handler_still_ends_the_benchmark(
     # Found in CI: the benchmark recorded one failed fit and went on instead of stopping.
     store = f"sqlite:///{tmp_path / 'mlflow.db'}"
 
-    def interrupted_scoring(*args, **kwargs):
+    def interrupted_logging(*args, **kwargs):
         try:
             raise KeyboardInterrupt
         except BaseException:
             raise ValueError("Task run is not set")
 
-    monkeypatch.setattr(benchmark_module, "score_model_output", interrupted_scoring)
+    # the task the flow runs in its own thread (scoring runs where the fit ran, logging here)
+    monkeypatch.setattr(benchmark_module, "log_model_run", interrupted_logging)
     with pytest.raises(KeyboardInterrupt):
         run_benchmark(make_config(tiny_octis, store))
     runs = all_runs(store)
