@@ -10,11 +10,15 @@ for one with :meth:`TopicModelOutput.to_octis`.
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import scipy.sparse as sp
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # scipy.sparse is imported where used: `topicbench elda` never needs it
+    import scipy.sparse as sp
 
 from .corpus import segment_ids
 from .topic_word import ConstantPlusSparse
@@ -183,6 +187,8 @@ def topic_document_from_token_topics(token_topics, doc_offsets, n_topics: int) -
     """p(topic | document) as each document's share of tokens per topic (tokens at -1 ignored;
     a document with none is spread evenly), sparse: a column stores the topics of its document's
     tokens (all topics for a document with none)."""
+    import scipy.sparse as sp  # imported here: see the module's imports
+
     token_topics = np.asarray(token_topics)
     n_docs = len(doc_offsets) - 1
     token_doc = segment_ids(doc_offsets)
@@ -211,13 +217,20 @@ def topic_document_from_token_topics(token_topics, doc_offsets, n_topics: int) -
 # -- the matrices in their forms: dense arrays, constant plus sparse, scipy sparse ------------------
 
 
+def is_scipy_sparse(matrix) -> bool:
+    """Whether ``matrix`` is a scipy sparse matrix; a process that never imported scipy.sparse
+    holds none, so it is not imported to ask."""
+    module = sys.modules.get("scipy.sparse")
+    return module is not None and module.issparse(matrix)
+
+
 def matrix_shape(matrix) -> tuple:
-    return tuple(matrix.shape) if isinstance(matrix, ConstantPlusSparse) or sp.issparse(matrix) else np.shape(matrix)
+    return tuple(matrix.shape) if isinstance(matrix, ConstantPlusSparse) or is_scipy_sparse(matrix) else np.shape(matrix)
 
 
 def dense_matrix(matrix) -> np.ndarray:
     """A matrix of any of the output's forms as a dense array (what OCTIS reads)."""
-    if isinstance(matrix, ConstantPlusSparse) or sp.issparse(matrix):
+    if isinstance(matrix, ConstantPlusSparse) or is_scipy_sparse(matrix):
         return matrix.toarray()
     return np.asarray(matrix)
 
@@ -229,7 +242,7 @@ def check_probabilities(matrix, axis: int, what: str) -> None:
             raise InputError(f"{what}: a constant-plus-sparse matrix holds distributions in its rows only")
         finite, lowest, sums = matrix.all_finite(), matrix.min(), matrix.row_sums()
     else:
-        data = matrix.data if sp.issparse(matrix) else np.asarray(matrix, dtype=np.float64)
+        data = matrix.data if is_scipy_sparse(matrix) else np.asarray(matrix, dtype=np.float64)
         finite, lowest = bool(np.all(np.isfinite(data))), float(data.min(initial=0.0))
         sums = np.asarray(matrix.sum(axis=axis)).ravel()
     if not finite or lowest < 0:  # (min with an initial 0: negative exactly when an entry is)
@@ -246,8 +259,8 @@ def matrix_arrays(name: str, matrix) -> dict:
     scipy sparse matrix."""
     if isinstance(matrix, ConstantPlusSparse):
         return matrix.to_arrays(name)
-    if sp.issparse(matrix):
-        columns = sp.csc_matrix(matrix)
+    if is_scipy_sparse(matrix):
+        columns = matrix.tocsc()
         return {f"{name}.data": columns.data, f"{name}.indices": columns.indices,
                 f"{name}.indptr": columns.indptr, f"{name}.shape": np.asarray(columns.shape, dtype=np.int64)}
     return {name: np.asarray(matrix)}
@@ -260,6 +273,8 @@ def read_matrix(arrays, name: str):
     if f"{name}.row_constants" in arrays.files:
         return ConstantPlusSparse.from_arrays(arrays, name)
     if f"{name}.data" in arrays.files:
+        import scipy.sparse as sp
+
         shape = tuple(int(n) for n in arrays[f"{name}.shape"])
         return sp.csc_matrix((arrays[f"{name}.data"], arrays[f"{name}.indices"], arrays[f"{name}.indptr"]), shape=shape)
     raise InputError(f"matrices.npz holds no {name} (its arrays: {', '.join(arrays.files)})")

@@ -21,7 +21,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # scipy.sparse is imported where used: `topicbench elda` never needs it
+    import scipy.sparse as sp
 
 from .corpus import segment_ids
 from .validation import InputError
@@ -87,6 +90,8 @@ class ConstantPlusSparse:
     @property
     def stored(self) -> sp.csr_matrix:
         """The stored entries as a scipy CSR matrix (zeros elsewhere; shares the arrays)."""
+        import scipy.sparse as sp
+
         return sp.csr_matrix((self.values, self.indices, self.indptr), shape=self.shape, copy=False)
 
     @property
@@ -171,6 +176,8 @@ class ConstantPlusSparse:
         left = np.asarray(left, dtype=np.float64)
         if left.ndim != 2 or left.shape[1] != self.shape[0]:
             raise InputError(f"cannot multiply a {left.shape} matrix by a {self.shape} one")
+        import scipy.sparse as sp
+
         # self = constants (every column) + (stored value - constant) at the stored entries
         excess = sp.csr_matrix(
             (self.values - self.row_constants[self._rows_of_stored], self.indices, self.indptr), shape=self.shape,
