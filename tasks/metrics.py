@@ -1,5 +1,5 @@
-"""Prefect tasks: the metric context of a corpus (one per corpus, its counts shared by every output)
-and scoring one model output. The logic is :func:`topicbench.core.metrics.scoring.score`.
+"""The metric context of a corpus (one per corpus, its counts shared by every output); scoring is
+:func:`topicbench.core.metrics.scoring.score`, called where each output was fitted.
 
 :func:`process_metric_context` keeps the contexts of the process (a Dask worker scores every
 output it fits, :mod:`topicbench.tasks.fit`): one per corpus and metric settings, built on first
@@ -11,14 +11,9 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
-from prefect import task
-from prefect.cache_policies import NONE
-
 from topicbench.core.corpus import Corpus
 from topicbench.core.metrics.context import MetricContext, MetricInputs, MetricSettings
 from topicbench.core.metrics.registry import METRICS
-from topicbench.core.metrics.scoring import Scores, score
-from topicbench.core.output import TopicModelOutput
 
 
 def _embed_words(vocabulary):
@@ -43,12 +38,6 @@ def build_metric_context(corpus: Corpus, metrics, top_n, heldout: Corpus | None 
     return MetricContext(inputs, embed_words=_embed_words if wants_vectors else None)
 
 
-@task(name="metric_context", cache_policy=NONE)
-def metric_context(corpus: Corpus, metrics, top_n, heldout: Corpus | None = None) -> MetricContext:
-    """:func:`build_metric_context` as a task."""
-    return build_metric_context(corpus, metrics, top_n, heldout)
-
-
 def process_metric_context(corpus: Corpus, metrics, top_n, heldout: Corpus | None = None):
     """This process's metric context of ``corpus`` (built on first use, then reused) and the lock
     to hold while scoring with it (its caches grow in place; fits may end in several threads).
@@ -66,10 +55,3 @@ def process_metric_context(corpus: Corpus, metrics, top_n, heldout: Corpus | Non
                 _contexts.popitem(last=False)
         _contexts.move_to_end(key)
         return _contexts[key]
-
-
-@task(name="score_output", cache_policy=NONE)
-def score_model_output(output: TopicModelOutput, context: MetricContext, metrics, seed: int,
-                       heldout_theta=None) -> Scores:
-    """All applicable metrics of one output: ``(scores, {metric: reason it was skipped})``."""
-    return score(output, context, metrics, seed=seed, heldout_theta=heldout_theta)

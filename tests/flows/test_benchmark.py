@@ -166,7 +166,8 @@ def test_topics_shorter_than_the_largest_n_are_scored_on_the_ns_that_fit(tiny_oc
     from topicbench.core.io import load_corpus
     from topicbench.core.output import TopicModelOutput
     from topicbench.core.preprocess import PreprocessConfig
-    from topicbench.tasks.metrics import metric_context, score_model_output
+    from topicbench.core.metrics.scoring import score
+    from topicbench.tasks.metrics import build_metric_context
 
     corpus = load_corpus(tiny_octis, PreprocessConfig(preprocessed=True))
     words = list(corpus.vocabulary)
@@ -175,8 +176,8 @@ def test_topics_shorter_than_the_largest_n_are_scored_on_the_ns_that_fit(tiny_oc
         topic_word_matrix=np.full((2, corpus.n_words), 1 / corpus.n_words),
         topic_document_matrix=np.full((2, corpus.n_documents), 0.5),
     )
-    context = metric_context.fn(corpus, ["umass", "npmi", "log_likelihood_own"], (5, 10))
-    scores, skipped = score_model_output.fn(output, context, ["umass", "npmi", "log_likelihood_own"], 0)
+    context = build_metric_context(corpus, ["umass", "npmi", "log_likelihood_own"], (5, 10))
+    scores, skipped = score(output, context, ["umass", "npmi", "log_likelihood_own"], seed=0)
     assert "umass@5" in scores and "npmi@5" in scores and "umass@10" not in scores
     assert skipped["top_n 10"] == "short's shortest topic has 7 words"
     assert "assigns no topics to tokens" in skipped["log_likelihood_own"]
@@ -272,7 +273,8 @@ def scores_in_this_process(config) -> dict:
     from topicbench.core.io import load_corpus
     from topicbench.core.preprocess import PreprocessConfig
     from topicbench.tasks.fit import fit_model
-    from topicbench.tasks.metrics import build_metric_context, score_model_output
+    from topicbench.core.metrics.scoring import score
+    from topicbench.tasks.metrics import build_metric_context
     from topicbench.tasks.tracking import tracked_name
 
     spec = config.corpora[0]
@@ -282,7 +284,7 @@ def scores_in_this_process(config) -> dict:
     for model in config.models:
         for seed in config.seeds:
             fitted = fit_model.fn(corpus, model.model, model.num_topics, model.settings, seed)
-            values, _ = score_model_output.fn(fitted.output, context, config.metrics, seed)
+            values, _ = score(fitted.output, context, config.metrics, seed=seed)
             numbers = {k: v for k, v in fitted.output.extra.items()
                        if isinstance(v, (int, float)) and not isinstance(v, bool) and not k.endswith("_seconds")}
             expected[(model.model, str(seed))] = {**numbers, **{tracked_name(k): v for k, v in values.items()}}

@@ -35,17 +35,16 @@ def test_word_vectors_are_embedded_once_per_context_and_only_when_needed(monkeyp
 
     monkeypatch.setattr(metric_tasks, "_embed_words", fake_embed)
     names = ["embedding_pairwise", "embedding_centroid", "npmi"]
-    context = metric_tasks.metric_context.fn(corpus, names, (2, 3))
+    context = metric_tasks.build_metric_context(corpus, names, (2, 3))
     assert embedded == []  # built on first use, not with the context
-    first = metric_tasks.score_model_output.fn(_output(corpus, "a"), context, names, 0)
-    second = metric_tasks.score_model_output.fn(_output(corpus, "b"), context, names, 1)
+    first = score(_output(corpus, "a"), context, names, seed=0)
+    second = score(_output(corpus, "b"), context, names, seed=1)
     assert embedded == [tuple(corpus.vocabulary)]
     assert isinstance(first, Scores) and set(first.values) == set(second.values) == {
         f"{name}@{n}" for name in names for n in (2, 3)
     }
-    assert first == score(_output(corpus, "a"), context, names, seed=0)  # the task adds nothing
-    without = metric_tasks.metric_context.fn(corpus, ["npmi"], (2, 3))
-    assert metric_tasks.score_model_output.fn(_output(corpus, "a"), without, ["embedding_pairwise"], 0).skipped == {
+    without = metric_tasks.build_metric_context(corpus, ["npmi"], (2, 3))
+    assert score(_output(corpus, "a"), without, ["embedding_pairwise"], seed=0).skipped == {
         "embedding_pairwise": "no word vectors"
     }
     assert len(embedded) == 1
