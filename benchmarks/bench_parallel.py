@@ -2,8 +2,13 @@
 
     .venv/bin/python benchmarks/bench_parallel.py quality     # 3 corpora x 2 generators: F, rounds
     .venv/bin/python benchmarks/bench_parallel.py rounds      # nested reuters subsets: a log D + b
-    .venv/bin/python benchmarks/bench_parallel.py scaling     # reuters on 1 and 2 Dask workers
-    .venv/bin/python benchmarks/bench_parallel.py synthetic   # >= 200,000-document LDA corpus on Dask
+    .venv/bin/python benchmarks/bench_parallel.py scaling     # reuters on 1 and 2 Dask workers, first run and repeats
+    .venv/bin/python benchmarks/bench_parallel.py synthetic   # 10^6 documents, |V| = 10^5, 2 workers
+    .venv/bin/python benchmarks/bench_parallel.py synthetic --documents 10000 100000 --vocabulary 10000 100000 \
+        --workers 1 2                                          # the README's grid of measured points
+
+``synthetic`` writes each corpus once to the temporary folder (an OCTIS folder) and runs the
+``topicbench elda`` command on it, as a user would.
 
 All runs: kappa = 2, epsilon = 0.1 unless given.
 """
@@ -11,31 +16,37 @@ All runs: kappa = 2, epsilon = 0.1 unless given.
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import shutil
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_elda import SHARED_DATA, synthetic_corpus  # noqa: E402
+from bench_elda import SHARED_DATA  # noqa: E402
 
 from topicbench.core.generators import keyword_candidates  # noqa: E402
 from topicbench.core.greedy import fast_greedy  # noqa: E402
-from topicbench.core.io import load_corpus  # noqa: E402
+from topicbench.core.io import load_corpus, write_octis_folder  # noqa: E402
 from topicbench.core.parallel import Borrowed, parallel_elda  # noqa: E402
 from topicbench.core.preprocess import PreprocessConfig  # noqa: E402
+from topicbench.core.synthetic import synthetic_lda_corpus  # noqa: E402
 
 
-def shared(name):
-    return load_corpus(SHARED_DATA / name, PreprocessConfig(preprocessed=True))
+def shared(data, name):
+    return load_corpus(Path(data) / name, PreprocessConfig(preprocessed=True))
 
 
 def quality(args):
     print(f"{'corpus':14s} {'generator':12s} {'greedy F':>18s} {'parallel F':>18s} {'improvement kept':>16s} "
           f"{'rounds':>6s} {'greedy steps':>12s} {'greedy s':>8s} {'parallel s':>10s}")
     for name in ("congress", "20ng_politics", "reuters"):
-        corpus = shared(name)
+        corpus = shared(args.data, name)
         for generator in ("raw_umass", "cooccurrence"):
             candidates = keyword_candidates(corpus, generator)
             greedy = fast_greedy(corpus, candidates, args.kappa)
@@ -48,7 +59,7 @@ def quality(args):
 
 
 def rounds(args):
-    corpus = shared("reuters")
+    corpus = shared(args.data, "reuters")
     order = np.random.default_rng(args.seed).permutation(corpus.n_documents)
     sizes, measured = [], []
     print(f"{'D':>7s} {'rounds':>6s} {'greedy sequential steps':>24s}")
@@ -66,88 +77,181 @@ def rounds(args):
 
 
 def scaling(args):
-    from topicbench.core.dask_shards import DaskShards
-
-    corpus = shared("reuters")
-    candidates = keyword_candidates(corpus, "raw_umass")
-    print(f"reuters: D={corpus.n_documents}, candidates {candidates.n_topics} topics, "
-          f"{candidates.nbytes / 2**30:.2f} GiB; wall time of parallel_elda (eps={args.epsilon}, kappa={args.kappa})")
-    times = {}
+    """Reuters on 1 and 2 workers, as ``topicbench elda --algorithm parallel`` runs it: a fresh cluster
+    (cold worker processes, which warm their kernels up while this process builds the candidates),
+    its first run, then repeat runs on the same cluster. Wall time split into cluster start,
+    candidates, warm-up (what the run still waited for: data placement and kernel warm-up) and rounds."""
+    corpus = shared(args.data, "reuters")
+    print(f"reuters: D={corpus.n_documents}; parallel_elda eps={args.epsilon}, kappa={args.kappa}, seed={args.seed}; "
+          f"load average before: {_load()}")
+    print("wall seconds, and the rounds' critical path (the slowest shard of every round) in wall and CPU seconds")
+    print(f"{'workers':>7s} {'run':>6s} {'cluster start':>13s} {'candidates':>10s} {'warm-up':>8s} {'rounds':>7s} "
+          f"{'(slowest shard':>14s} {'CPU)':>6s} {'total':>7s} {'rounds':>6s} {'F':>16s}")
+    keyword_candidates(corpus.subset(range(100)), "raw_umass")  # this process's kernels: loaded before any timing
+    walls = {}
     for workers in (1, 2):
-        with DaskShards(n_workers=workers) as executor:
-            keep_open = Borrowed(executor)
-            started = time.perf_counter()  # fresh cluster: writes the candidates' memory map once
-            parallel_elda(corpus, candidates, args.kappa, epsilon=args.epsilon, seed=args.seed, executor=keep_open)
-            first = time.perf_counter() - started
-            repeats = []
-            for _ in range(args.repeats):
-                started = time.perf_counter()
-                solution = parallel_elda(corpus, candidates, args.kappa, epsilon=args.epsilon, seed=args.seed, executor=keep_open)
-                repeats.append(time.perf_counter() - started)
-            peaks = executor.client.run(_peak_resident_gib)
-            times[workers] = (first, float(np.median(repeats)))
-            print(f"{workers} worker(s): first run {first:.2f} s, repeat runs median {times[workers][1]:.2f} s "
-                  f"(of {', '.join(f'{t:.2f}' for t in repeats)}), F = {solution.log_posterior:.3f}, "
-                  f"rounds {solution.stats['adaptive_rounds']}, peak RSS per worker "
-                  f"{', '.join(f'{p:.2f}' for p in peaks.values())} GiB", flush=True)
-    print(f"speed-up 1 -> 2 workers: first run {times[1][0] / times[2][0]:.2f}x, repeat runs {times[1][1] / times[2][1]:.2f}x")
+        runs = _timed_runs(corpus, workers, args)
+        for label, timing, solution in runs:
+            print(f"{workers:7d} {label:>6s} {timing['cluster']:12.2f}s {timing['candidates']:9.2f}s "
+                  f"{timing['warm_up']:7.2f}s {timing['rounds']:6.2f}s {timing['shards']:13.2f}s {timing['cpu']:5.2f}s "
+                  f"{sum(timing[k] for k in _PARTS):6.2f}s {solution.stats['adaptive_rounds']:6d} "
+                  f"{solution.log_posterior:16.3f}", flush=True)
+        walls[workers] = {label: timing for label, timing, _ in runs}
+        walls[workers]["repeat"] = {
+            k: float(np.median([t[k] for lab, t, _ in runs if lab == "repeat"])) for k in (*_PARTS, "cpu")
+        }
+    for label in ("first", "repeat"):
+        one, two = walls[1][label], walls[2][label]
+        fit = (one["warm_up"] + one["rounds"]) / (two["warm_up"] + two["rounds"])
+        total = sum(one[k] for k in _PARTS) / sum(two[k] for k in _PARTS)
+        print(f"speed-up 1 -> 2 workers, {label} run{'s (median)' if label == 'repeat' else ''}: "
+              f"warm-up + rounds {fit:.2f}x, rounds {one['rounds'] / two['rounds']:.2f}x"
+              + (f", everything (cluster start and candidates too) {total:.2f}x" if label == "first" else "")
+              + f"; critical path in CPU seconds {one['cpu'] / two['cpu']:.2f}x")
+    print(f"load average after: {_load()} (2 cores; other users' processes share them)")
 
 
-def _peak_resident_gib() -> float:
-    """This process's peak resident memory (VmHWM). Not ru_maxrss: Linux keeps that across
-    execve, so a spawned Dask worker would report its parent's peak."""
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 2**20
-    return float("nan")
+def _load() -> str:
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
-def _memory_shares():
-    """(USS, PSS) of this process in GiB: USS leaves out pages that other processes also map (the
-    shared candidate map); PSS counts each shared page divided by the number of its mappers."""
-    import psutil
-
-    info = psutil.Process().memory_full_info()
-    return info.uss / 2**30, info.pss / 2**30
+#: The parts of a run's wall time that :func:`scaling` prints.
+_PARTS = ("cluster", "candidates", "warm_up", "rounds")
 
 
-def synthetic(args):
+def _timed_runs(corpus, workers: int, args) -> list:
+    """[(label, seconds by part, solution)]: the first run on a fresh cluster, then repeats."""
     from topicbench.core.dask_shards import DaskShards
 
     started = time.perf_counter()
-    corpus = synthetic_corpus(args.vocabulary, n_documents=args.documents, doc_length=args.doc_length)
-    candidates = keyword_candidates(corpus, "raw_umass")
-    print(f"synthetic corpus: D={corpus.n_documents} V={corpus.n_words} tokens={corpus.n_tokens}; "
-          f"candidates {candidates.n_topics} ({candidates.n_stored / 1e6:.1f}M stored, "
-          f"{candidates.nbytes / 2**30:.2f} GiB) in {time.perf_counter() - started:.1f} s", flush=True)
-    with DaskShards(n_workers=args.workers) as executor:
+    executor = DaskShards(n_workers=workers)
+    cluster = time.perf_counter() - started
+    runs = []
+    with executor:
         started = time.perf_counter()
-        solution = parallel_elda(corpus, candidates, args.kappa, epsilon=args.epsilon, seed=args.seed, executor=Borrowed(executor))
-        seconds = time.perf_counter() - started
-        peaks = executor.client.run(_peak_resident_gib)
-        shares = executor.client.run(_memory_shares)
-    print(f"parallel E-LDA on {args.workers} workers: {seconds:.1f} s, {solution.stats['adaptive_rounds']} rounds, "
-          f"{solution.stats['gain_evaluations'] / 1e9:.2f}e9 gain evaluations, F = {solution.log_posterior:.1f}")
-    for worker, peak in sorted(peaks.items()):
-        uss, pss = shares[worker]
-        print(f"  worker {worker}: peak RSS {peak:.2f} GiB (counts the shared candidate map); at the end "
-              f"private (USS) {uss:.2f} GiB, proportional share (PSS) {pss:.2f} GiB")
-    print(f"  driver peak memory: {_peak_resident_gib():.2f} GiB")
+        candidates = keyword_candidates(corpus, "raw_umass")  # while the workers warm up
+        generate = time.perf_counter() - started
+        for i in range(1 + args.repeats):
+            solution = parallel_elda(corpus, candidates, args.kappa, epsilon=args.epsilon, seed=args.seed,
+                                     executor=Borrowed(executor))
+            timing = {"cluster": 0.0, "candidates": 0.0, "warm_up": solution.stats["start_seconds"],
+                      "rounds": solution.stats["rounds_seconds"], "shards": solution.stats["shard_seconds"],
+                      "cpu": solution.stats["shard_cpu_seconds"]}
+            if i == 0:
+                timing.update(cluster=cluster, candidates=generate)
+            runs.append(("first" if i == 0 else "repeat", timing, solution))
+    return runs
 
 
+def synthetic(args):
+    """Synthetic LDA corpora (every ``--documents`` x ``--vocabulary``) through ``topicbench elda
+    --algorithm parallel --workers N`` (every ``--workers``) on a local cluster, as a user runs it:
+    one line per point with wall time and its parts, rounds, and the peak memory of the command's
+    process (client, scheduler and nannies) and of its worker processes."""
+    print(f"load average before: {_load()} (2 cores, shared with other users' processes)")
+    print(f"{'D':>8s} {'|V|':>7s} {'workers':>7s} {'tokens':>9s} {'topics':>7s} {'wall':>7s} {'read':>6s} "
+          f"{'cands':>6s} {'start':>6s} {'rounds':>7s} {'(CPU)':>7s} {'#rounds':>7s} {'client GiB':>10s} "
+          f"{'worker GiB (private)':>22s}")
+    for n_documents in args.documents:
+        for n_words in args.vocabulary:
+            folder = _synthetic_folder(args, n_documents, n_words)
+            for workers in args.workers:
+                wall, summary, peaks = _run_elda_command(folder, workers, args)
+                stats = summary["stats"]
+                worker_peaks = [v for k, v in peaks.items() if k != "client process"]
+                print(f"{n_documents:8d} {n_words:7d} {workers:7d} {summary['num_tokens']:9d} "
+                      f"{summary['num_candidates']:7d} {wall:6.1f}s {stats['load_seconds']:5.1f}s "
+                      f"{stats['generate_seconds']:5.1f}s {stats['start_seconds']:5.1f}s {stats['rounds_seconds']:6.1f}s "
+                      f"{stats['shard_cpu_seconds']:6.1f}s {summary['adaptive_rounds']:7d} "
+                      f"{peaks['client process'][0]:10.2f} "
+                      f"{max(p for p, _ in worker_peaks):13.2f} ({max(q for _, q in worker_peaks):.2f})", flush=True)
+    print(f"load average after: {_load()}")
+
+
+def _run_elda_command(folder: Path, workers: int, args):
+    """(wall seconds, the --json summary, peak memory by process) of one ``topicbench elda`` run."""
+    out = Path(tempfile.mkdtemp(prefix="topicbench-bench-")) / "result.json"
+    command = [str(Path(sys.executable).parent / "topicbench"), "elda", "--corpus", str(folder), "--preprocessed",
+               "--algorithm", "parallel", "--workers", str(workers), "--kappa", str(args.kappa),
+               "--epsilon", str(args.epsilon), "--seed", str(args.seed), "--top", "3", "--json", str(out)]
+    if args.verbose:
+        print("$", " ".join(command), flush=True)
+    started = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    peaks = _watch_memory(process)
+    wall = time.perf_counter() - started
+    output = process.stdout.read()
+    try:
+        if process.returncode != 0:
+            raise SystemExit(f"topicbench elda failed ({process.returncode}):\n{output[-3000:]}")
+        return wall, json.loads(out.read_text(encoding="utf-8")), peaks
+    finally:
+        shutil.rmtree(out.parent, ignore_errors=True)
+
+
+def _synthetic_folder(args, n_documents: int, n_words: int) -> Path:
+    """The synthetic corpus as an OCTIS folder in the temporary folder, generated once per settings."""
+    name = f"topicbench-synthetic-D{n_documents}-V{n_words}-L{args.doc_length:g}-seed{args.seed}"
+    folder = Path(args.folder or tempfile.gettempdir()) / name
+    if (folder / "vocabulary.txt").is_file():  # written last: the folder is complete
+        return folder
+    started = time.perf_counter()
+    corpus = synthetic_lda_corpus(n_documents, n_words, doc_length=args.doc_length, seed=args.seed)
+    generated = time.perf_counter() - started
+    write_octis_folder(corpus, folder)
+    print(f"generated {folder} in {generated:.1f} s, written in {time.perf_counter() - started - generated:.1f} s "
+          f"({corpus.n_tokens} tokens)", flush=True)
+    return folder
+
+
+def _watch_memory(process, every: float = 0.5) -> dict:
+    """Poll a process and its worker processes until it exits: {name: (peak RSS, peak private)}, GiB.
+
+    The peak RSS is the kernel's high-water mark (VmHWM, exact); it counts the memory-mapped
+    candidates each worker has touched, which the workers share. The private part (RssAnon) is
+    sampled every ``every`` seconds.
+    """
+    import psutil
+
+    root = psutil.Process(process.pid)
+    peaks: dict = {}
+    while process.poll() is None:
+        try:
+            children = [c for c in root.children(recursive=True) if "resource_tracker" not in " ".join(c.cmdline())]
+        except psutil.Error:
+            children = []
+        for name, pid in [("client process", root.pid)] + [(f"worker pid {c.pid}", c.pid) for c in children]:
+            fields = _status_fields(pid)
+            if fields:
+                old = peaks.get(name, (0.0, 0.0))
+                peaks[name] = (max(old[0], fields["VmHWM"]), max(old[1], fields["RssAnon"]))
+        time.sleep(every)
+    return peaks
+
+
+def _status_fields(pid: int) -> dict:
+    """VmHWM and RssAnon of a process in GiB ({} once it has exited)."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            lines = [line.split() for line in status if line.startswith(("VmHWM:", "RssAnon:"))]
+    except OSError:
+        return {}
+    return {line[0].rstrip(":"): int(line[1]) / 2**20 for line in lines}
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("part", choices=("quality", "rounds", "scaling", "synthetic"))
+    parser.add_argument("--data", default=str(SHARED_DATA), help="folder of the shared corpora (default: %(default)s)")
     parser.add_argument("--kappa", type=float, default=2.0)
     parser.add_argument("--epsilon", type=float, default=0.1)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--documents", type=int, default=200_000)
-    parser.add_argument("--vocabulary", type=int, default=20_000)
-    parser.add_argument("--doc-length", type=int, default=30)
-    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--documents", type=int, nargs="+", default=[1_000_000], help="synthetic: D (one or more)")
+    parser.add_argument("--vocabulary", type=int, nargs="+", default=[100_000], help="synthetic: |V| (one or more)")
+    parser.add_argument("--doc-length", type=float, default=20.0, help="synthetic: mean document length")
+    parser.add_argument("--folder", help="synthetic: where the corpus folder goes (default: the temporary folder)")
+    parser.add_argument("--workers", type=int, nargs="+", default=[2], help="synthetic: Dask workers (one or more)")
+    parser.add_argument("--verbose", action="store_true", help="synthetic: print each command")
     parser.add_argument("--repeats", type=int, default=3, help="scaling: timed runs after the first")
     args = parser.parse_args()
     {"quality": quality, "rounds": rounds, "scaling": scaling, "synthetic": synthetic}[args.part](args)

@@ -5,7 +5,14 @@ workers on this machine) it is written once to files that every worker memory-ma
 share one copy in RAM and nothing is sent; on any other cluster it is scattered to every worker
 (broadcast). Each shard's documents are scattered once to one worker and its state stays there as a
 worker-local object between rounds (the driver's ledger of links rebuilds it if that worker is
-lost). Only round summaries (the links accepted) come back to the driver. A user who
+lost). Only round summaries (the links accepted) come back to the driver; a round sends the
+workers a function and a threshold, never arrays.
+
+Worker processes start cold: numba's kernels load from the on-disk cache (or compile) on first
+use, which took seconds inside the first timed round. Each worker therefore warms its kernels up
+once (:func:`.parallel.warm_up_kernels`), all in parallel, starting as soon as the executor
+connects, so the warm-up overlaps this process's own work (building the candidates); ``start``
+waits for what is left of it before the first round. A user who
 outgrows one machine passes a scheduler address instead of starting a ``LocalCluster``; nothing
 else changes (:func:`dask_executor`).
 
@@ -18,6 +25,7 @@ from __future__ import annotations
 import logging
 import shutil
 import tempfile
+import time
 import uuid
 from pathlib import Path
 
@@ -25,7 +33,7 @@ import numpy as np
 
 from .dask_cluster import CLIENT_CONNECT_TIMEOUT, connect_scheduler, start_local_cluster
 from .generators import Candidates
-from .parallel import ShardStateLost
+from .parallel import ShardStateLost, warm_up_kernels
 from .threads import thread_limit, worker_nthreads
 
 logger = logging.getLogger(__name__)
@@ -117,6 +125,15 @@ def _call_on_worker(function, candidates, shard, key, *args):
     return summary
 
 
+def _warm_up_worker() -> float:
+    """:func:`.parallel.warm_up_kernels` on this worker, under its thread count (numba's pool
+    starts with the threads the rounds will use)."""
+    from distributed import get_worker  # runs on a worker: distributed is imported there already
+
+    with thread_limit(worker_nthreads(get_worker())):
+        return warm_up_kernels()
+
+
 def _forget_states(token) -> None:
     for key in [k for k in _SHARD_STATES if k[0] == token]:
         del _SHARD_STATES[key]
@@ -161,6 +178,9 @@ class DaskShards:
         self.n_workers = max(1, len(client.scheduler_info()["workers"]))
         self._token = None  # names this run's shard states on the workers
         self._mapped = None  # (candidates object, MappedCandidates) written by this executor
+        self._warm_ups = {}  # worker address -> future of its kernel warm-up (seconds)
+        self.warm_up_seconds = 0.0  # what the last start waited for the workers' warm-ups
+        self._warm_up(client.scheduler_info()["workers"])  # runs while this process builds candidates
 
     def __repr__(self) -> str:
         where = repr(self._scheduler) if self._scheduler else "local cluster"
@@ -180,6 +200,22 @@ class DaskShards:
         self._forget()
         self._token = uuid.uuid4().hex
         self._started = [False] * len(shards)
+        waiting = time.perf_counter()
+        client.gather(self._warm_up(workers))
+        self.warm_up_seconds = time.perf_counter() - waiting
+
+    def _warm_up(self, workers) -> list:
+        """Start the kernel warm-up on every worker that has not had one (once per worker, all in
+        parallel, without waiting); return the futures of those still to be waited for."""
+        for gone in set(self._warm_ups) - set(workers):  # a lost worker's future would never finish
+            del self._warm_ups[gone]
+        for worker in workers:
+            if worker not in self._warm_ups:
+                self._warm_ups[worker] = self.client.submit(
+                    _warm_up_worker, workers=[worker], allow_other_workers=False, pure=False,
+                    key=f"warm-up-{uuid.uuid4().hex}",
+                )
+        return [future for future in self._warm_ups.values() if not future.done() or future.status == "error"]
 
     def _map(self, candidates) -> MappedCandidates:
         """Write the candidates' files once per candidates object (a later run or a recovery reuses them)."""

@@ -44,7 +44,7 @@ import numpy as np
 from . import _kernels
 from .config import DEFAULT_EPSILON, NULL_TOPIC_LOG_SCORE
 from .corpus import Corpus, segment_ids
-from .generators import Candidates
+from .generators import Candidates, topic_matrix_candidates
 from .greedy import first_round
 from .solution import DocumentArrays, Solution, solution_from_links
 from .validation import InputError, check_budget, check_candidates_match_corpus, check_epsilon
@@ -90,6 +90,7 @@ class RoundSummary:
     max_gain: float  # largest cached gain left in the shard
     evaluations: int  # full document evaluations made in this round
     seconds: float = 0.0
+    cpu_seconds: float = 0.0  # CPU time of the shard's process in the round (wall time less waiting for a core)
 
 
 def _threads() -> int:
@@ -132,7 +133,7 @@ def _state_from_links(candidates: Candidates, shard: Shard, local_docs, topics, 
 
 def initialize_shard(candidates: Candidates, shard: Shard, state, top_size: int):
     """FastInitialize on a shard (2 rounds): link each document's best topic, cache its top gains."""
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     docs = shard.docs
     best = np.full(len(docs.words), NULL_TOPIC_LOG_SCORE)
     topics, gains, _ = first_round(docs, candidates, best)
@@ -147,13 +148,14 @@ def initialize_shard(candidates: Candidates, shard: Shard, state, top_size: int)
         max_gain=float(state.top_gains[:, 0].max()) if docs.n_documents else -math.inf,
         evaluations=2 * docs.n_documents,
         seconds=time.perf_counter() - started,
+        cpu_seconds=time.process_time() - cpu_started,
     )
     return state, summary
 
 
 def threshold_shard(candidates: Candidates, shard: Shard, state: ShardState, threshold: float, max_sequence: int):
     """One adaptive round on a shard at ``threshold`` (see :func:`_kernels.threshold_round`)."""
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     docs = shard.docs
     accepted_topics, accepted_gains, evaluations = _kernels.threshold_round(
         threshold, max_sequence, docs.indptr, docs.words, docs.counts, state.best, candidates.n_topics,
@@ -175,6 +177,7 @@ def threshold_shard(candidates: Candidates, shard: Shard, state: ShardState, thr
         max_gain=float(state.top_gains[:, 0].max()) if docs.n_documents else -math.inf,
         evaluations=int(evaluations.sum()),
         seconds=time.perf_counter() - started,
+        cpu_seconds=time.process_time() - cpu_started,
     )
     return state, summary
 
@@ -182,6 +185,35 @@ def threshold_shard(candidates: Candidates, shard: Shard, state: ShardState, thr
 def rebuild_shard(candidates: Candidates, shard: Shard, state, local_docs, topics, top_size: int):
     """Recover a lost shard state from the driver's ledger of its links."""
     return _state_from_links(candidates, shard, local_docs, topics, top_size), None
+
+
+#: How many times this process has warmed its kernels up (at most once; read by tests).
+_KERNEL_WARM_UPS = 0
+
+
+def warm_up_kernels(top_size: int = DEFAULT_MAX_SEQUENCE) -> float:
+    """Load every kernel a shard round calls, once per process; return the seconds it took.
+
+    Runs each shard function on a built-in three-document instance whose arrays have the dtypes
+    and layouts of real shards, so numba loads each kernel from its on-disk cache (compiling and
+    caching it if absent) and starts its thread pool here instead of inside the first timed
+    round. Later calls return 0 at once. Run it on every worker in parallel, before the rounds
+    (:class:`topicbench.core.dask_shards.DaskShards` does, as soon as its cluster is up).
+    """
+    global _KERNEL_WARM_UPS
+    if _KERNEL_WARM_UPS:
+        return 0.0
+    started = time.perf_counter()
+    tokens = np.array([0, 1, 2, 3, 1, 2, 3, 0, 3, 3, 0, 1, 2], dtype=np.int32)
+    corpus = Corpus(vocabulary=("a", "b", "c", "d"), token_ids=tokens, doc_offsets=np.array([0, 4, 8, 13]))
+    log_phi = np.log(np.array([[0.4, 0.3, 0.2, 0.1], [0.1, 0.2, 0.3, 0.4], [0.25, 0.25, 0.4, 0.1]]))
+    candidates = topic_matrix_candidates(log_phi, vocabulary=corpus.vocabulary)
+    shard = split_shards(DocumentArrays.from_corpus(corpus), 1)[0]
+    state, summary = initialize_shard(candidates, shard, None, top_size)
+    threshold_shard(candidates, shard, state, summary.max_gain, top_size)
+    rebuild_shard(candidates, shard, None, summary.documents, summary.topics, top_size)
+    _KERNEL_WARM_UPS += 1
+    return time.perf_counter() - started
 
 
 class ShardExecutor(Protocol):
@@ -274,6 +306,8 @@ class ParallelRun:
     thresholds: list = field(default_factory=list)
     links_per_round: list = field(default_factory=list)
     recovered_shards: int = 0
+    shard_seconds: float = 0.0  # the slowest shard's seconds, summed over rounds (the critical path)
+    shard_cpu_seconds: float = 0.0  # the same in CPU time: what the critical path costs on idle cores
 
 
 class Ledger:
@@ -314,6 +348,8 @@ class Ledger:
         gains = np.concatenate([s.gains for s in summaries]).astype(np.float64)
         prefix = np.concatenate([s.prefix_gains for s in summaries]).astype(np.float64)
         run.document_evaluations += sum(s.evaluations for s in summaries)
+        run.shard_seconds += max(s.seconds for s in summaries)
+        run.shard_cpu_seconds += max(s.cpu_seconds for s in summaries)
         if cut is not None:
             left, rng = cut
             if len(docs) > left:
@@ -431,7 +467,9 @@ def parallel_elda(
         if on_progress is not None:
             on_progress(made, budget, null_f + ledger.total_gain())
 
+    placing = time.perf_counter()
     executor.start(candidates, shards)
+    rounds_started = time.perf_counter()
     try:
         _threshold_rounds(
             rounds, corpus.n_documents, budget, epsilon=epsilon, rng=np.random.default_rng(seed), report=report,
@@ -441,6 +479,8 @@ def parallel_elda(
     stats = {
         "algorithm": "parallel", "epsilon": float(epsilon), "seed": int(seed), "max_sequence": int(max_sequence),
         "shards": len(shards), "workers": int(getattr(executor, "n_workers", 1)),
+        "start_seconds": rounds_started - placing, "rounds_seconds": time.perf_counter() - rounds_started,
+        "shard_seconds": run.shard_seconds, "shard_cpu_seconds": run.shard_cpu_seconds,
     }
     solution = _pack_solution(corpus, candidates, kappa, ledger, run, stats, started)
     if on_progress is not None:

@@ -145,6 +145,36 @@ def test_dask_executor_gives_the_local_result(dask_shards):
     assert local.log_posterior == remote.log_posterior
 
 
+def _kernel_warm_ups_here() -> int:
+    from topicbench.core import parallel
+
+    return parallel._KERNEL_WARM_UPS
+
+
+@pytest.mark.slow
+def test_every_worker_warms_its_kernels_up_once_before_the_rounds(dask_shards):
+    corpus, candidates = instance(9, "raw_umass")
+    reference = parallel_elda(corpus, candidates, 2, n_shards=2, seed=3)
+    for _ in range(2):
+        solution = parallel_elda(corpus, candidates, 2, n_shards=2, seed=3, executor=Borrowed(dask_shards))
+        np.testing.assert_array_equal(solution.links, reference.links)
+        assert solution.stats["start_seconds"] >= dask_shards.warm_up_seconds >= 0
+        assert solution.stats["rounds_seconds"] > 0 and solution.stats["shard_cpu_seconds"] >= 0
+    # a lambda travels by value (a test module is not importable on the workers)
+    counts = dask_shards.client.run(lambda: __import__("topicbench.core.parallel", fromlist=["_"])._KERNEL_WARM_UPS)
+    assert len(counts) == 2 and set(counts.values()) == {1}, counts
+
+
+def test_the_kernel_warm_up_runs_once_per_process(monkeypatch):
+    from topicbench.core import parallel
+
+    monkeypatch.setattr(parallel, "_KERNEL_WARM_UPS", 0)
+    assert parallel.warm_up_kernels() > 0
+    assert _kernel_warm_ups_here() == 1
+    assert parallel.warm_up_kernels() == 0.0
+    assert _kernel_warm_ups_here() == 1
+
+
 @pytest.mark.slow
 def test_a_worker_killed_mid_run_does_not_corrupt_the_result(dask_shards):
     from topicbench.core.io import load_corpus
