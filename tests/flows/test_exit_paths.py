@@ -6,6 +6,7 @@ processes: SIGKILL mid-fit then a resume, and SIGINT / SIGTERM.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import shutil
 import signal
@@ -326,17 +327,23 @@ def test_ui_stopped_with_ctrl_c_takes_its_server_and_workers_down(tmp_path):
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=topicbench_env(tmp_path),
         preexec_fn=with_ctrl_c_restored,
     )
-    deadline = time.monotonic() + 180
-    while not _listening(port):
-        assert ui.poll() is None, ui.communicate()[0][-3000:]
-        assert time.monotonic() < deadline, "the MLflow UI never listened"
-        time.sleep(0.5)
-    server_processes = [p.pid for p in psutil.Process(ui.pid).children(recursive=True)]
-    assert server_processes
-    ui.send_signal(signal.SIGINT)
-    ui.wait(timeout=120)
-    assert wait_gone(server_processes, 30) == []
-    assert not _listening(port)
+    server_processes = []
+    try:
+        deadline = time.monotonic() + 180
+        while not _listening(port):
+            assert ui.poll() is None, ui.communicate()[0][-3000:]
+            assert time.monotonic() < deadline, "the MLflow UI never listened"
+            time.sleep(0.5)
+        server_processes = [p.pid for p in psutil.Process(ui.pid).children(recursive=True)]
+        assert server_processes
+        ui.send_signal(signal.SIGINT)
+        ui.wait(timeout=120)
+        assert wait_gone(server_processes, 30) == []
+        assert not _listening(port)
+    finally:  # a failed check must not leave the server listening after the test
+        for pid in [ui.pid, *server_processes]:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                psutil.Process(pid).kill()
 
 
 def _listening(port: int) -> bool:
