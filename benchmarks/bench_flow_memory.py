@@ -60,7 +60,7 @@ def run_side(side: str, pythonpath: Path, args, scratch: Path) -> dict:
     """Run the flow for one side in a fresh process; its JSON report."""
     folder = scratch / side
     folder.mkdir()
-    settings = {"data": str(args.data), "corpus": args.corpus, "generators": args.generators, "seeds": args.seeds,
+    settings = {"data": str(args.data.resolve()), "corpus": args.corpus, "generators": args.generators, "seeds": args.seeds,
                 "workers": args.workers, "store": f"sqlite:///{folder / 'mlflow.db'}", "metrics": args.metrics}
     env = {**os.environ, "PYTHONPATH": str(pythonpath), "PREFECT_HOME": str(folder / "prefect"),
            "TOPICBENCH_STALE_RUN_SECONDS": "600"}
