@@ -18,7 +18,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 REFERENCE = {  # spec §5: F, optimise seconds, peak memory GB (authors' serial code, raw_umass, kappa 2)
@@ -28,39 +27,20 @@ REFERENCE = {  # spec §5: F, optimise seconds, peak memory GB (authors' serial 
 }
 
 
-def synthetic_corpus(n_words: int, n_documents: int, doc_length: int, n_topics: int = 50, seed: int = 0):
-    """An LDA corpus whose topics each own n_words / n_topics words (every word occurs)."""
-    from topicbench.core.corpus import Corpus
-
-    rng = np.random.default_rng(seed)
-    block = n_words // n_topics
-    theta = rng.dirichlet(np.full(n_topics, 0.1), size=n_documents)
-    topic_of_token = np.array([rng.choice(n_topics, size=doc_length, p=p) for p in theta])
-    tokens = (topic_of_token * block + rng.integers(0, block, size=topic_of_token.shape)).astype(np.int32)
-    used, tokens = np.unique(tokens.ravel(), return_inverse=True)
-    return Corpus(
-        vocabulary=tuple(f"w{w}" for w in used),
-        token_ids=tokens.astype(np.int32),
-        doc_offsets=np.arange(0, n_documents * doc_length + 1, doc_length, dtype=np.int64),
-        name=f"synthetic_V{n_words}",
-        source="benchmarks/bench_elda.py synthetic_corpus",
-        preprocessing={"synthetic": True, "n_words": n_words, "n_documents": n_documents,
-                       "doc_length": doc_length, "n_topics": n_topics, "seed": seed},
-    )
-
-
 def measure_one(name: str, generator: str, kappa: float) -> dict:
     """Run inside the child process: load, generate candidates, optimise; report times and memory."""
     from topicbench.core.generators import keyword_candidates
     from topicbench.core.greedy import fast_greedy
     from topicbench.core.io import load_corpus
     from topicbench.core.preprocess import PreprocessConfig
+    from topicbench.core.synthetic import synthetic_lda_corpus
 
     baseline_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     started = time.perf_counter()
     if name.startswith("synthetic"):
         n_words = int(name.split(":")[1])
-        corpus = synthetic_corpus(n_words, n_documents=20_000, doc_length=60)
+        # 50 topics each owning |V| / 50 words, picked uniformly (Zipf exponent 0); about 60 tokens a document
+        corpus = synthetic_lda_corpus(20_000, n_words, n_topics=50, doc_length=60, alpha=0.1, zipf_exponent=0.0)
     else:
         corpus = load_corpus(SHARED_DATA / name, PreprocessConfig(preprocessed=True))
     load_s = time.perf_counter() - started

@@ -17,6 +17,7 @@ import numpy as np
 from . import _kernels
 from .config import GENERATOR_EPSILON, GENERATORS, LABEL_JOINER
 from .corpus import Corpus, segment_ids
+from .topic_word import ConstantPlusSparse
 from .validation import InputError, check_labels, check_topic_matrix, check_vocabulary_matches
 
 logger = logging.getLogger(__name__)
@@ -99,47 +100,33 @@ class Candidates:
         """Topic ids by row constant, high to low (ties: lower id first)."""
         return np.argsort(-self.row_constants, kind="stable").astype(np.int64)
 
+    @cached_property
+    def scores(self) -> ConstantPlusSparse:
+        """``L`` as a :class:`~topicbench.core.topic_word.ConstantPlusSparse` (sharing the arrays)."""
+        return ConstantPlusSparse(self.row_constants, self.indptr, self.indices, self.values, self.n_words)
+
     def row(self, topic: int) -> np.ndarray:
         """Dense row ``L[topic, :]``."""
-        out = np.full(self.n_words, self.row_constants[topic])
-        span = slice(self.indptr[topic], self.indptr[topic + 1])
-        out[self.indices[span]] = self.values[span]
-        return out
+        return self.scores.row(topic)
 
     def to_dense(self) -> np.ndarray:
         """Dense ``L`` (topics x words); for small problems and tests only."""
-        return np.vstack([self.row(t) for t in range(self.n_topics)]) if self.n_topics else np.zeros((0, self.n_words))
+        return self.scores.toarray()
 
     def top_words(self, topic: int, n: int, vocabulary) -> list[str]:
         """The n words with the highest score in a topic (ties: lower word id first)."""
-        span = slice(self.indptr[topic], self.indptr[topic + 1])
-        words, values = self.indices[span], self.values[span]
-        order = np.lexsort((words, -values))[:n]
-        top = [vocabulary[w] for w in words[order]]
-        if len(top) < n:  # the rest tie at the row constant: take them in vocabulary order
-            stored = set(words.tolist())
-            top += [vocabulary[w] for w in range(self.n_words) if w not in stored][: n - len(top)]
-        return top
+        return [vocabulary[w] for w in self.scores.take([topic]).top_columns(n)[0]]
 
-    def probabilities(self, topics=None) -> np.ndarray:
-        """Topic-word distributions of the selected topics (dense).
+    def distributions(self, topics=None) -> ConstantPlusSparse:
+        """Topic-word distributions of the selected topics, in the constant-plus-sparse form of ``L``.
 
         L is a log-probability for ``raw_umass`` and topic matrices and a log-softmax for
         ``exp_umass``, so rows are softmax(L). ``cooccurrence`` scores are counts (C + eps), not
         logs: their distribution is the normalised row, p(v | w*) = (C[w*, v] + eps) / sum, which is
         the keyword's raw-UMass distribution (a softmax of counts would put all mass on one word).
         """
-        topics = range(self.n_topics) if topics is None else topics
-        rows = [self.row(t) for t in topics]
-        if not rows:
-            return np.zeros((0, self.n_words))
-        dense = np.vstack(rows)
-        if self.generator == "cooccurrence":
-            return dense / dense.sum(axis=1, keepdims=True)
-        dense -= dense.max(axis=1, keepdims=True)
-        np.exp(dense, out=dense)
-        dense /= dense.sum(axis=1, keepdims=True)
-        return dense
+        scores = self.scores if topics is None else self.scores.take(topics)
+        return scores.normalised_rows() if self.generator == "cooccurrence" else scores.softmax_rows()
 
 
 def document_cooccurrence(corpus: Corpus):

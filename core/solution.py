@@ -21,7 +21,6 @@ from .config import DEFAULT_TOP_WORDS, NULL_TOPIC_LOG_SCORE, OUTPUT_TOP_WORDS
 from .corpus import Corpus, segment_ids
 from .generators import Candidates
 from .output import TopicModelOutput, topic_document_from_token_topics
-from .topic_word import ConstantPlusSparse
 from .validation import InputError, check_budget, check_kappa
 
 
@@ -189,7 +188,7 @@ class Solution:
     ) -> TopicModelOutput:
         """The shared model output: the topics used (most documents first) as rows.
 
-        topic-word rows are the selected candidates' distributions (:func:`topic_word_distributions`),
+        topic-word rows are the selected candidates' distributions (:meth:`Candidates.distributions`),
         kept as a constant plus the stored entries; a document's topic shares are the shares of
         its tokens assigned to each topic (sparse). No dense matrix is made.
         """
@@ -198,13 +197,12 @@ class Solution:
         remap[used] = np.arange(len(used))
         token_topics = remap[self.token_topics]
         vocabulary = self.corpus.vocabulary
-        scores = candidate_scores(self.candidates).take(used)
         return TopicModelOutput(
             model=model,
             vocabulary=tuple(vocabulary),
             # the order of Candidates.top_words (by L, ties lower word id), for every topic at once
-            topics=[[vocabulary[w] for w in top] for top in scores.top_columns(top_n)],
-            topic_word_matrix=topic_word_distributions(self.candidates, used, scores=scores),
+            topics=[[vocabulary[w] for w in top] for top in self.candidates.scores.take(used).top_columns(top_n)],
+            topic_word_matrix=self.candidates.distributions(used),
             topic_document_matrix=topic_document_from_token_topics(
                 token_topics, self.corpus.doc_offsets, len(used)
             ),
@@ -247,21 +245,6 @@ class Solution:
         table = pd.DataFrame(self.topic_table())
         table.to_parquet(folder / "topics.parquet", index=False)
         return folder
-
-
-def candidate_scores(candidates: Candidates) -> ConstantPlusSparse:
-    """The candidate matrix L as a :class:`ConstantPlusSparse` (its arrays, not a copy)."""
-    return ConstantPlusSparse(
-        candidates.row_constants, candidates.indptr, candidates.indices, candidates.values, candidates.n_words,
-    )
-
-
-def topic_word_distributions(candidates: Candidates, topics, *, scores: ConstantPlusSparse | None = None) -> ConstantPlusSparse:
-    """p(word | topic) of the given candidate topics as a constant plus sparse matrix: the entries of
-    :meth:`Candidates.probabilities` (softmax(L) of log-scores; the normalised row of
-    ``cooccurrence`` counts) without its dense rows. ``scores``: the topics' rows of L, if taken already."""
-    scores = candidate_scores(candidates).take(topics) if scores is None else scores
-    return scores.normalised_rows() if candidates.generator == "cooccurrence" else scores.softmax_rows()
 
 
 def read_links(folder) -> tuple[np.ndarray, np.ndarray]:

@@ -300,12 +300,12 @@ def test_topic_matrix_vocabulary_must_match_the_corpus(tiny_corpus):
 def test_probabilities_are_distributions_for_every_generator(tiny_corpus):
     for generator in ("raw_umass", "exp_umass", "cooccurrence"):
         candidates = keyword_candidates(tiny_corpus, generator, collapse=False)
-        probabilities = candidates.probabilities()
+        probabilities = candidates.distributions().toarray()
         np.testing.assert_allclose(probabilities.sum(axis=1), 1.0)
     raw = keyword_candidates(tiny_corpus, "raw_umass", collapse=False)
     counts = keyword_candidates(tiny_corpus, "cooccurrence", collapse=False)
     # co-occurrence rows are normalised counts: the keyword's raw-UMass distribution, not a softmax
-    np.testing.assert_allclose(counts.probabilities(), np.exp(raw.to_dense()), rtol=1e-12)
+    np.testing.assert_allclose(counts.distributions().toarray(), np.exp(raw.to_dense()), rtol=1e-12)
 
 
 def test_every_generator_has_a_naive_twin():
