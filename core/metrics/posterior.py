@@ -27,11 +27,11 @@ import numpy as np
 
 from ..config import NULL_TOPIC_LOG_SCORE, PROBABILITY_FLOOR, RANDK_DRAWS
 from ..corpus import Corpus
-from ..generators import Candidates, topic_matrix_candidates
+from ..generators import constant_plus_sparse_candidates, topic_matrix_candidates
 from ..greedy import fast_greedy
 from ..solution import Solution
 from ..topic_word import ConstantPlusSparse
-from ..validation import InputError, check_labels, check_topic_matrix
+from ..validation import InputError, check_topic_matrix
 
 logger = logging.getLogger(__name__)
 
@@ -171,39 +171,6 @@ def matched_budget_elda(corpus: Corpus, log_phi, token_topics, labels=None) -> S
     else:
         candidates = topic_matrix_candidates(log_phi, labels, vocabulary=corpus.vocabulary)
     return fast_greedy(corpus, candidates, kappa)
-
-
-def constant_plus_sparse_candidates(log_phi: ConstantPlusSparse, labels=None) -> Candidates:
-    """The candidates :func:`topic_matrix_candidates` makes of ``log_phi.toarray()`` (each row's
-    minimum as its constant, the entries above it stored), without the dense matrix: a row
-    whose constant is its minimum keeps its stored entries above it; any other row (a stored
-    entry below the constant, or no column left at the constant) is made dense on its own."""
-    n_topics, n_words = log_phi.shape
-    labels = check_labels(labels if labels is not None else [f"topic_{t}" for t in range(n_topics)], n_topics)
-    rows_of_stored = np.repeat(np.arange(n_topics), np.diff(log_phi.indptr))
-    below = np.zeros(n_topics, dtype=bool)
-    below[rows_of_stored[log_phi.values < log_phi.row_constants[rows_of_stored]]] = True
-    odd = np.flatnonzero(below | (log_phi.unstored_counts() == 0))
-    constants = log_phi.row_constants.astype(np.float64).copy()
-    keep = log_phi.values > constants[rows_of_stored]
-    keep[np.isin(rows_of_stored, odd)] = False
-    rows, columns, values = [rows_of_stored[keep]], [log_phi.indices[keep].astype(np.int64)], [log_phi.values[keep]]
-    for t in odd:  # rare: made dense one row at a time
-        row = log_phi.row(t)
-        constants[t] = row.min()
-        (stored,) = np.nonzero(row > constants[t])
-        rows.append(np.full(len(stored), t, dtype=np.int64))
-        columns.append(stored)
-        values.append(row[stored])
-    rows, columns, values = np.concatenate(rows), np.concatenate(columns), np.concatenate(values)
-    order = np.lexsort((columns, rows))
-    indptr = np.zeros(n_topics + 1, dtype=np.int64)
-    np.cumsum(np.bincount(rows, minlength=n_topics), out=indptr[1:])
-    return Candidates(
-        row_constants=constants, indptr=indptr, indices=columns[order].astype(np.int32),
-        values=values[order].astype(np.float64), n_words=n_words, labels=tuple(labels), keywords=None,
-        generator="topic_matrix", settings={"generator": "topic_matrix"},
-    )
 
 
 @dataclass(frozen=True)

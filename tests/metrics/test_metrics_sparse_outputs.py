@@ -12,7 +12,7 @@ from topicbench.core.generators import keyword_candidates, topic_matrix_candidat
 from topicbench.core.greedy import fast_greedy
 from topicbench.core.metrics.context import MetricContext, MetricInputs, MetricSettings
 from topicbench.core.metrics.labels import main_topics
-from topicbench.core.metrics.posterior import constant_plus_sparse_candidates
+from topicbench.core.generators import constant_plus_sparse_candidates
 from topicbench.core.metrics.scoring import score
 from topicbench.core.preprocess import corpus_from_token_lists
 from topicbench.core.topic_word import ConstantPlusSparse
