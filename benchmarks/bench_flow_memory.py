@@ -5,7 +5,7 @@ Each side runs the benchmark flow (``topicbench.flows.benchmark.run_benchmark``)
 subprocess, on the paper's Set 2 config restricted to E-LDA (κ = 2, the named generators, the
 paper's Set 2 metrics), one corpus, the given seeds, a local Dask cluster of ``--workers``
 processes and a temporary sqlite store. "before" is the code of ``--git-ref`` (default c5175b9,
-exported with ``git archive`` into a temporary folder, never into the checkout); "after" is this
+written to a temporary folder by ``revisions.revision_pythonpath``, never into the checkout); "after" is this
 checkout's code. Each side prints:
 
 - the flow process's peak resident memory (``ru_maxrss`` of that process, and its VmHWM; the Dask
@@ -22,6 +22,7 @@ then the two sides' logged scores are compared (they must agree).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
@@ -31,29 +32,10 @@ import tempfile
 import time
 from pathlib import Path
 
-CHECKOUT = Path(__file__).resolve().parents[1]
-PACKAGES = ("core", "baselines", "tasks", "flows")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from revisions import REPOSITORY as CHECKOUT, package_folder, revision_pythonpath  # noqa: E402
 #: The paper's E-LDA generators and metrics (flows/paper.py); read there too, this is the default.
 DEFAULT_GENERATORS = ("raw_umass", "cooccurrence")
-
-
-def package_folder(checkout: Path, into: Path) -> Path:
-    """A folder that imports ``topicbench`` from ``checkout`` when put on PYTHONPATH."""
-    package = into / "topicbench"
-    package.mkdir(parents=True)
-    (package / "__init__.py").write_bytes((checkout / "topicbench" / "__init__.py").read_bytes())
-    for name in PACKAGES:
-        (package / name).symlink_to(checkout / name)
-    return into
-
-
-def export_ref(ref: str, into: Path) -> Path:
-    """The sources of ``ref`` in ``into`` (``git archive``: nothing in the checkout changes)."""
-    into.mkdir(parents=True)
-    archive = subprocess.run(["git", "-C", str(CHECKOUT), "archive", ref, "topicbench", *PACKAGES],
-                             check=True, capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
-    return into
 
 
 def run_side(side: str, pythonpath: Path, args, scratch: Path) -> dict:
@@ -183,11 +165,13 @@ def main(argv=None) -> None:
     print(f"E-LDA slice of the paper benchmark: {args.corpus}, generators {', '.join(args.generators)}, "
           f"seeds {args.seeds}, {args.workers} Dask workers; before = {args.git_ref}, after = {CHECKOUT}", flush=True)
     reports = {}
-    with tempfile.TemporaryDirectory(prefix="bench-flow-memory-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="bench-flow-memory-") as scratch, contextlib.ExitStack() as stack:
         scratch = Path(scratch)
         for side in args.sides:
-            checkout = export_ref(args.git_ref, scratch / "ref") if side == "before" else CHECKOUT
-            pythonpath = package_folder(checkout, scratch / f"{side}-pkg")
+            if side == "before":
+                pythonpath = stack.enter_context(revision_pythonpath(args.git_ref))
+            else:
+                pythonpath = package_folder(CHECKOUT, scratch / "after-pkg")
             report = reports[side] = run_side(side, pythonpath, args, scratch)
             print(f"{side:6s}: flow process peak {report['flow_ru_maxrss_mb']:8.0f} MB (ru_maxrss; VmHWM "
                   f"{report['flow_vmhwm_mb']:.0f} MB), scoring in the flow process {report['flow_scoring_seconds']:7.1f} s, "

@@ -16,24 +16,24 @@ Both run as a user would run them, each in a fresh child process whose wall time
     .venv/bin/python benchmarks/bench_reference.py --reference ~/src/E-LDA --before c5175b9
 
 ``--before REV`` also times ``topicbench elda`` as it was at git revision REV of this repository
-(extracted with ``git archive`` into a temporary folder; its numba cache is compiled by an uncounted
+(written to a temporary folder by ``revisions.revision_pythonpath``; its numba cache is compiled by an uncounted
 first run). No network access: the reference must already be cloned (the error says how).
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-REPOSITORY = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from revisions import REPOSITORY, extract_revision, revision_pythonpath  # noqa: E402
+
 SHARED_DATA = REPOSITORY.parent / "shared" / "data"
 DEFAULT_REFERENCE = Path("/work/.mirror/BreuerLabs+E-LDA/repo")
 REFERENCE_URL = "https://github.com/BreuerLabs/E-LDA"
@@ -130,38 +130,6 @@ def time_topicbench(corpus: Path, generator: str, kappa: float, repeats: int, en
     return min(runs, key=lambda run: run["wall_seconds"])
 
 
-def extract_revision(repository: Path, revision: str, into: Path, paths) -> None:
-    """Write the files under ``paths`` at ``revision`` of a git repository (bare or not) into ``into``.
-
-    File by file (``ls-tree`` and ``cat-file``), not ``git archive``: a partial mirror may lack
-    blobs of other folders, which would make an archive of the whole tree fail.
-    """
-    listing = _git(repository, "ls-tree", "-r", "-z", revision, "--", *paths).decode()
-    blobs = [(line.split("\t", 1)[1], line.split()[2]) for line in listing.split("\0") if " blob " in line]
-    if not blobs:
-        raise SystemExit(f"{repository} holds nothing under {', '.join(paths)} at {revision}")
-    contents = _git(repository, "cat-file", "--batch", stdin="\n".join(sha for _, sha in blobs) + "\n")
-    position = 0
-    for path, sha in blobs:
-        header_end = contents.index(b"\n", position)
-        header = contents[position:header_end].split()
-        if len(header) != 3 or header[1] != b"blob":
-            raise SystemExit(f"{repository}: blob {sha} of {path} is missing ({b' '.join(header).decode()})")
-        size = int(header[2])
-        target = into / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(contents[header_end + 1 : header_end + 1 + size])
-        position = header_end + 1 + size + 1
-
-
-def _git(repository: Path, *arguments, stdin: str | None = None) -> bytes:
-    done = subprocess.run(["git", "-C", str(repository), *arguments], input=stdin and stdin.encode(),
-                          capture_output=True, check=False)
-    if done.returncode != 0:
-        raise SystemExit(f"git {' '.join(arguments[:2])} in {repository} failed: {done.stderr.decode().strip()}")
-    return done.stdout
-
-
 def check_reference(path: Path) -> None:
     """The reference clone must exist and be a git repository (bare or not)."""
     probe = subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True, check=False) \
@@ -185,20 +153,6 @@ def time_reference(reference: Path, dataset: str, generator: str, kappa: float) 
         run = run_measured(command, cwd=folder, env=env)
     run.update(json.loads(run["stdout"].strip().splitlines()[-1]))
     return run
-
-
-@contextlib.contextmanager
-def revision_package(revision: str):
-    """An environment whose ``topicbench`` is this repository at ``revision`` (a temporary copy)."""
-    with tempfile.TemporaryDirectory(prefix="topicbench-before-") as folder:
-        source, package = Path(folder) / "source", Path(folder) / "pkg" / "topicbench"
-        source.mkdir()
-        package.mkdir(parents=True)
-        extract_revision(REPOSITORY, revision, source, ["topicbench", "core", "baselines", "tasks", "flows"])
-        shutil.copy(source / "topicbench" / "__init__.py", package / "__init__.py")
-        for name in ("core", "baselines", "tasks", "flows"):
-            (package / name).symlink_to(source / name)
-        yield {**os.environ, "PYTHONPATH": str(package.parent)}
 
 
 def describe(name: str, run: dict) -> str:
@@ -235,7 +189,8 @@ def main(argv=None) -> int:
     print(f"{args.corpus}, {args.generator}, kappa {args.kappa:g}; {os.cpu_count()} cores, "
           f"load average at start {os.getloadavg()[0]:.1f}", flush=True)
     if args.before:
-        with revision_package(args.before) as env:
+        with revision_pythonpath(args.before) as folder:
+            env = {**os.environ, "PYTHONPATH": str(folder)}
             print(describe(f"topicbench @ {args.before}", time_topicbench(corpus, args.generator, args.kappa, args.repeats, env)), flush=True)
     ours = time_topicbench(corpus, args.generator, args.kappa, args.repeats)
     print(describe("topicbench elda", ours), flush=True)

@@ -115,7 +115,11 @@ class Candidates:
 
     def top_words(self, topic: int, n: int, vocabulary) -> list[str]:
         """The n words with the highest score in a topic (ties: lower word id first)."""
-        return [vocabulary[w] for w in self.scores.take([topic]).top_columns(n)[0]]
+        return self.topics_top_words([topic], n, vocabulary)[0]
+
+    def topics_top_words(self, topics, n: int, vocabulary) -> list[list[str]]:
+        """:meth:`top_words` of each of ``topics``, all at once (one sort of their stored entries)."""
+        return [[vocabulary[w] for w in top] for top in self.scores.take(topics).top_columns(n)]
 
     def distributions(self, topics=None) -> ConstantPlusSparse:
         """Topic-word distributions of the selected topics, in the constant-plus-sparse form of ``L``.

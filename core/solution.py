@@ -124,16 +124,18 @@ class Solution:
         tokens = np.bincount(self.token_topics[self.token_topics >= 0], minlength=self.candidates.n_topics)
         vocabulary = self.corpus.vocabulary
         keywords = self.candidates.keywords
+        used = self.topics_used
+        top_words = self.candidates.topics_top_words(used, top_n, vocabulary)
         return [
             {
                 "topic": int(t),
                 "label": self.candidates.labels[t],
                 "keywords": [vocabulary[w] for w in keywords[t]] if keywords is not None else [],
-                "top_words": self.candidates.top_words(int(t), top_n, vocabulary),
+                "top_words": words,
                 "documents": int(documents[t]),
                 "tokens": int(tokens[t]),
             }
-            for t in self.topics_used
+            for t, words in zip(used, top_words)
         ]
 
     def prefix(self, kappa: float) -> "Solution":
@@ -200,8 +202,7 @@ class Solution:
         return TopicModelOutput(
             model=model,
             vocabulary=tuple(vocabulary),
-            # the order of Candidates.top_words (by L, ties lower word id), for every topic at once
-            topics=[[vocabulary[w] for w in top] for top in self.candidates.scores.take(used).top_columns(top_n)],
+            topics=self.candidates.topics_top_words(used, top_n, vocabulary),
             topic_word_matrix=self.candidates.distributions(used),
             topic_document_matrix=topic_document_from_token_topics(
                 token_topics, self.corpus.doc_offsets, len(used)
