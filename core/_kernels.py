@@ -306,34 +306,6 @@ def column_corrections(
 
 
 @nb.njit(**_SERIAL)
-def document_gains(
-    d, doc_indptr, doc_words, doc_counts, best,
-    row_constants, constants_desc, col_indptr, col_topics, col_values, gains,
-):
-    """Fill ``gains[t]`` with the gain of every topic t on document d; return entries read.
-
-    gain(t) = base(row_constant[t]) + corrections: base covers every word at the row constant,
-    and each stored entry that beats the word's best score corrects it (spec §1).
-    """
-    base_gains(d, doc_indptr, doc_counts, best, row_constants, constants_desc, gains)
-    no_skip = np.zeros(0, dtype=np.bool_)
-    return column_corrections(
-        d, doc_indptr, doc_words, doc_counts, best, row_constants,
-        col_indptr, col_topics, col_values, no_skip, gains,
-    )
-
-
-@nb.njit(**_SERIAL)
-def best_unlinked(gains, d, doc_head, link_topic, link_next):
-    """Topic with the largest gain among those not linked to d (ties: lowest topic id)."""
-    p = doc_head[d]
-    while p >= 0:
-        gains[link_topic[p]] = -np.inf
-        p = link_next[p]
-    return argmax_lowest(gains)
-
-
-@nb.njit(**_SERIAL)
 def argmax_lowest(gains):
     """(index, value) of the largest entry; ties: lowest index; (-1, -inf) if all are -inf."""
     best_t = -1
@@ -357,38 +329,262 @@ def link_topic(
             best[j] = value
 
 
-@nb.njit(**_PARALLEL)
-def best_topic_per_document(
-    documents, doc_indptr, doc_words, doc_counts, best, n_topics,
-    row_constants, constants_desc, col_indptr, col_topics, col_values,
-    doc_head, link_topics, link_next, n_chunks,
+# ----------------------------------------------------------------------------------------------
+# Sparse document evaluation. A topic that no stored entry of the document's words lifts above
+# the words' best scores gains exactly base(row constant), and base grows with the constant; so
+# a document's best topics are among the topics its column scans reach plus the first few others
+# by row constant. An evaluation reads the entries that beat the best scores, never all topics.
+# Gains are summed in the same order as base_gains + column_corrections, so they are the same
+# floats, and so are the choices and their ties (largest gain, then lowest topic id).
+# ----------------------------------------------------------------------------------------------
+
+
+@nb.njit(**_SERIAL)
+def evaluation_scratch(row_constants, doc_indptr):
+    """Per-thread work arrays of an evaluation: (gains, per topic (row constant, evaluation
+    stamp, slot), reached topics by slot, excluded, sorted best scores, count below, weighted sum
+    below, reached gains by slot, evaluation counter). A sparse scan jumps between topics: a
+    topic's constant, stamp and slot share a cache line, and its gain sits in a slot taken in
+    the order topics are reached, so the passes after the scan read slots in order and nothing
+    needs resetting (a stamp other than the evaluation's own means not reached)."""
+    longest = 0
+    for d in range(len(doc_indptr) - 1):
+        longest = max(longest, doc_indptr[d + 1] - doc_indptr[d])
+    n_topics = len(row_constants)
+    work = np.empty((n_topics, 3), dtype=np.float64)
+    work[:, 0] = row_constants
+    work[:, 1] = -1.0
+    work[:, 2] = 0.0
+    return (
+        np.empty(n_topics, dtype=np.float64), work,
+        np.empty(n_topics, dtype=np.int64), np.zeros(n_topics, dtype=np.bool_),
+        np.empty(longest + 1, dtype=np.float64), np.empty(longest + 1, dtype=np.float64),
+        np.empty(longest + 1, dtype=np.float64), np.empty(n_topics, dtype=np.float64),
+        np.zeros(1, dtype=np.float64),
+    )
+
+
+@nb.njit(**_SERIAL)
+def document_base(d, doc_indptr, doc_counts, best, scratch):
+    """Make base(c) = sum_j n_j max(0, c - b_j) of document d readable for any c (:func:`base_gain`):
+    its best scores sorted, and for each k the count and weighted sum of the words below the k-th.
+    The sums remove words from the totals highest first, as base_gains does. Returns m."""
+    sorted_b, below_n, below_nb = scratch[4], scratch[5], scratch[6]
+    start, stop = doc_indptr[d], doc_indptr[d + 1]
+    m = stop - start
+    order = np.argsort(best[start:stop])
+    total_n = 0.0
+    total_nb = 0.0
+    for j in range(start, stop):
+        total_n += doc_counts[j]
+        total_nb += doc_counts[j] * best[j]
+    below_n[m] = total_n
+    below_nb[m] = total_nb
+    for k in range(m - 1, -1, -1):
+        j = start + order[k]
+        sorted_b[k] = best[j]
+        below_n[k] = below_n[k + 1] - doc_counts[j]
+        below_nb[k] = below_nb[k + 1] - doc_counts[j] * best[j]
+    return m
+
+
+@nb.njit(**_SERIAL)
+def base_gain(c, m, scratch):
+    """base(c) of the document last prepared by :func:`document_base` (0 at or below its lowest score)."""
+    sorted_b, below_n, below_nb = scratch[4], scratch[5], scratch[6]
+    if m == 0 or c <= sorted_b[0]:
+        return 0.0
+    if c > sorted_b[m - 1]:  # above every best score (every score is null before the first link)
+        return c * below_n[m] - below_nb[m]
+    lo = 0
+    hi = m
+    while lo < hi:  # words from lo on have b >= c
+        mid = (lo + hi) >> 1
+        if sorted_b[mid] < c:
+            lo = mid + 1
+        else:
+            hi = mid
+    return c * below_n[lo] - below_nb[lo]
+
+
+@nb.njit(**_SERIAL)
+def topic_gain(
+    d, t, m, doc_indptr, doc_words, doc_counts, best,
+    row_constants, row_indptr, row_words, row_values, scratch,
 ):
-    """Best unlinked topic and its gain for each listed document, in parallel (one round)."""
-    n = len(documents)
-    topics = np.empty(n, dtype=np.int64)
-    gains_out = np.empty(n, dtype=np.float64)
-    entries = np.zeros(n, dtype=np.int64)
-    n_chunks = min(n_chunks, max(n, 1))
-    for chunk in nb.prange(n_chunks):
-        gains = np.empty(n_topics, dtype=np.float64)
-        for i in range(chunk, n, n_chunks):
-            d = documents[i]
-            entries[i] = document_gains(
-                d, doc_indptr, doc_words, doc_counts, best,
-                row_constants, constants_desc, col_indptr, col_topics, col_values, gains,
-            )
-            t, g = best_unlinked(gains, d, doc_head, link_topics, link_next)
-            topics[i] = t
-            gains_out[i] = g
-    return topics, gains_out, entries
+    """The gain of one topic on document d (prepared by :func:`document_base`), by row look-ups."""
+    c = row_constants[t]
+    g = base_gain(c, m, scratch)
+    for j in range(doc_indptr[d], doc_indptr[d + 1]):
+        value = topic_value(t, doc_words[j], row_constants, row_indptr, row_words, row_values)
+        b = best[j]
+        if value > b and value > c:  # a stored entry that beats the word's best score
+            if c > b:
+                g += doc_counts[j] * (value - c)
+            else:
+                g += doc_counts[j] * (value - b)
+    return g
+
+
+@nb.njit(**_SERIAL)
+def _before(g, t, top_g, top_t):
+    """Does (gain g, topic t) rank before the entry (top_g, top_t)? An empty slot (-1) ranks last."""
+    return top_t < 0 or g > top_g or (g == top_g and t < top_t)
+
+
+@nb.njit(**_SERIAL)
+def offer(t, g, top_t, top_g):
+    """Put (t, g) into the list sorted by gain, high to low (ties: lower topic id), if it ranks."""
+    i = len(top_t) - 1
+    if not _before(g, t, top_g[i], top_t[i]):
+        return
+    while i > 0 and _before(g, t, top_g[i - 1], top_t[i - 1]):
+        top_g[i] = top_g[i - 1]
+        top_t[i] = top_t[i - 1]
+        i -= 1
+    top_g[i] = g
+    top_t[i] = t
+
+
+#: A document is evaluated sparsely (reached topics only) when the entries its words' columns
+#: hold, times this, are fewer than the topics; otherwise every topic's gain is filled in, which
+#: costs less per topic than keeping the list of reached ones. Congress (13,857 topics, long
+#: columns) goes dense; the synthetic |V| = 10^5 corpus (short documents) sparse.
+SPARSE_ADVANTAGE = 4
+
+
+@nb.njit(**_SERIAL)
+def document_top_topics(
+    d, doc_indptr, doc_words, doc_counts, best,
+    row_constants, constants_desc, col_indptr, col_topics, col_values, scratch, top_t, top_g,
+):
+    """The len(top_t) best topics of document d and their gains (high to low, ties: lowest id),
+    leaving out topics flagged in ``scratch``'s excluded array; -1 / -inf pad. Returns entries read."""
+    reach = 0
+    for j in range(doc_indptr[d], doc_indptr[d + 1]):
+        reach += col_indptr[doc_words[j] + 1] - col_indptr[doc_words[j]]
+    if reach * SPARSE_ADVANTAGE < len(row_constants):
+        return sparse_top_topics(
+            d, doc_indptr, doc_words, doc_counts, best,
+            row_constants, constants_desc, col_indptr, col_topics, col_values, scratch, top_t, top_g,
+        )
+    return dense_top_topics(
+        d, doc_indptr, doc_words, doc_counts, best,
+        row_constants, constants_desc, col_indptr, col_topics, col_values, scratch, top_t, top_g,
+    )
+
+
+@nb.njit(**_SERIAL)
+def dense_top_topics(
+    d, doc_indptr, doc_words, doc_counts, best,
+    row_constants, constants_desc, col_indptr, col_topics, col_values, scratch, top_t, top_g,
+):
+    """:func:`document_top_topics` by filling in every topic's gain."""
+    top_t[:] = -1
+    top_g[:] = -np.inf
+    gains, excluded = scratch[0], scratch[3]
+    base_gains(d, doc_indptr, doc_counts, best, row_constants, constants_desc, gains)
+    entries = column_corrections(
+        d, doc_indptr, doc_words, doc_counts, best, row_constants,
+        col_indptr, col_topics, col_values, np.zeros(0, dtype=np.bool_), gains,
+    )
+    last = len(top_t) - 1
+    for t in range(len(gains)):
+        if not excluded[t] and (top_t[last] < 0 or gains[t] > top_g[last]):
+            offer(t, gains[t], top_t, top_g)
+    return entries
+
+
+@nb.njit(**_SERIAL)
+def sparse_top_topics(
+    d, doc_indptr, doc_words, doc_counts, best,
+    row_constants, constants_desc, col_indptr, col_topics, col_values, scratch, top_t, top_g,
+):
+    """:func:`document_top_topics` without touching every topic. Three kinds of topic: those the
+    column scans reach (base + corrections), those they miss with a row constant above the
+    document's lowest best score (base > 0, highest constant first), and the rest, which gain
+    exactly 0 (lowest ids first)."""
+    top_t[:] = -1
+    top_g[:] = -np.inf
+    work, reached_list, excluded, reached_gains, counter = scratch[1], scratch[2], scratch[3], scratch[7], scratch[8]
+    counter[0] += 1.0
+    stamp = counter[0]
+    m = document_base(d, doc_indptr, doc_counts, best, scratch)
+    n_reached = 0
+    entries = 0
+    for j in range(doc_indptr[d], doc_indptr[d + 1]):
+        v = doc_words[j]
+        b = best[j]
+        n = doc_counts[j]
+        for p in range(col_indptr[v], col_indptr[v + 1]):
+            value = col_values[p]
+            if value <= b:
+                break
+            t = col_topics[p]
+            c = work[t, 0]
+            if work[t, 1] != stamp:  # first reached in this evaluation
+                work[t, 1] = stamp
+                work[t, 2] = n_reached
+                reached_list[n_reached] = t
+                reached_gains[n_reached] = base_gain(c, m, scratch)
+                n_reached += 1
+            slot = int(work[t, 2])
+            if c > b:
+                reached_gains[slot] += n * (value - c)
+            else:
+                reached_gains[slot] += n * (value - b)
+            entries += 1
+    for i in range(n_reached):
+        t = reached_list[i]
+        if not excluded[t]:
+            offer(t, reached_gains[i], top_t, top_g)
+    last = len(top_t) - 1
+    lowest = scratch[4][0] if m > 0 else np.inf
+    for r in range(len(constants_desc)):
+        t = constants_desc[r]
+        c = row_constants[t]
+        if c <= lowest:
+            break
+        g = base_gain(c, m, scratch)
+        if top_t[last] >= 0 and g < top_g[last]:
+            break  # a topic not reached further on gains its base, which only falls from here
+        if work[t, 1] == stamp or excluded[t]:  # reached (scored above), or left out
+            continue
+        offer(t, g, top_t, top_g)
+    if top_t[last] < 0 or top_g[last] <= 0.0:
+        for t in range(len(row_constants)):
+            if top_t[last] >= 0 and (top_g[last] > 0.0 or (top_g[last] == 0.0 and t > top_t[last])):
+                break
+            if work[t, 1] == stamp or excluded[t] or row_constants[t] > lowest:
+                continue
+            offer(t, 0.0, top_t, top_g)
+    return entries
+
+
+@nb.njit(**_SERIAL)
+def _exclude_linked(d, excluded, flag, doc_head, link_topics, link_next):
+    """Flag (or unflag) the topics linked to d, read from the per-document linked list of links."""
+    p = doc_head[d]
+    while p >= 0:
+        excluded[link_topics[p]] = flag
+        p = link_next[p]
+
+
+@nb.njit(**_SERIAL)
+def _exclude_listed(topics, excluded, flag):
+    for t in topics:
+        if t >= 0:
+            excluded[t] = flag
 
 
 @nb.njit(**_PARALLEL)
 def dense_first_round_scores(col_indptr, col_topics, col_values, row_constants, dense_words, null_score):
-    """Matrix (topics x dense words) of what each stored entry adds to a first-round gain
-    (every best score at the null score), so frequent words can go through a BLAS product."""
+    """Matrix (topics x dense words, float32) of what each stored entry adds to a first-round
+    gain (every best score at the null score), so frequent words can go through a BLAS product;
+    and each dense word's largest addition (float64), which bounds the product's rounding."""
     n_topics = len(row_constants)
-    scores = np.zeros((n_topics, len(dense_words)), dtype=np.float64)
+    scores = np.zeros((n_topics, len(dense_words)), dtype=np.float32)
+    largest = np.zeros(len(dense_words), dtype=np.float64)
     for h in nb.prange(len(dense_words)):
         v = dense_words[h]
         for p in range(col_indptr[v], col_indptr[v + 1]):
@@ -397,37 +593,91 @@ def dense_first_round_scores(col_indptr, col_topics, col_values, row_constants, 
                 break
             t = col_topics[p]
             c = row_constants[t]
-            scores[t, h] = value - c if c > null_score else value - null_score
-    return scores
+            score = value - c if c > null_score else value - null_score
+            scores[t, h] = score
+            largest[h] = max(largest[h], score)
+    return scores, largest
+
+
+#: Gains within this relative distance of a document's best approximate gain are recomputed
+#: exactly (float64 sums in another order differ by about 1e-13 relative).
+FIRST_ROUND_SLACK = 1e-9
 
 
 @nb.njit(**_PARALLEL)
 def first_round_best_topics(
-    d0, dense_gains, is_dense_word, doc_indptr, doc_words, doc_counts, best, n_topics,
-    row_constants, constants_desc, col_indptr, col_topics, col_values, n_chunks,
+    d0, n, dense_gains, dense_error, is_dense_word, doc_indptr, doc_words, doc_counts, best,
+    row_constants, col_indptr, col_topics, col_values, row_indptr, row_words, row_values, n_chunks,
 ):
-    """FastInitialize's first round for documents d0 .. d0 + len(dense_gains) - 1: base gains,
-    plus the dense words' part (``dense_gains``, one row per document, from a BLAS product),
-    plus column scans of the other words; then each document's best topic (ties: lowest id)."""
-    n = dense_gains.shape[0]
+    """FastInitialize's first round for documents d0 .. d0 + n - 1: each one's best topic and gain.
+
+    Approximate gains, summed in whatever order is fastest: column scans of the document's
+    words (into a zeroed array) plus, for the dense words, ``dense_gains`` (a float32 BLAS
+    product, one row per document, whose rounding error for document d0 + i is at most
+    ``dense_error[i]``; no columns when there are no dense words), plus each topic's base, in one
+    pass over the topics. The true best topic's approximate gain lies within twice the error of
+    the best approximate gain, so the topics in that window get their exact gains
+    (:func:`topic_gain`, the same sum as any later evaluation) and the best of them (ties:
+    lowest id) is the document's first topic."""
+    n_topics = len(row_constants)
+    has_dense = dense_gains.shape[1] > 0
     topics = np.empty(n, dtype=np.int64)
     gains_out = np.empty(n, dtype=np.float64)
     entries = np.zeros(n, dtype=np.int64)
     n_chunks = min(n_chunks, max(n, 1))
     for chunk in nb.prange(n_chunks):
-        gains = np.empty(n_topics, dtype=np.float64)
+        corrections = np.zeros(n_topics, dtype=np.float64)
+        window_topics = np.empty(n_topics, dtype=np.int64)
+        window_gains = np.empty(n_topics, dtype=np.float64)
+        scratch = evaluation_scratch(row_constants[:0], doc_indptr)
         for i in range(chunk, n, n_chunks):
             d = d0 + i
-            base_gains(d, doc_indptr, doc_counts, best, row_constants, constants_desc, gains)
+            m = document_base(d, doc_indptr, doc_counts, best, scratch)
+            read = 0
+            for j in range(doc_indptr[d], doc_indptr[d + 1]):
+                v = doc_words[j]
+                if is_dense_word[v]:
+                    continue
+                b = best[j]
+                count = doc_counts[j]
+                for p in range(col_indptr[v], col_indptr[v + 1]):
+                    value = col_values[p]
+                    if value <= b:
+                        break
+                    t = col_topics[p]
+                    c = row_constants[t]
+                    corrections[t] += count * (value - c) if c > b else count * (value - b)
+                    read += 1
+            entries[i] = read
+            error = 2.0 * dense_error[i]
+            top = -np.inf
+            k = 0
             for t in range(n_topics):
-                gains[t] += dense_gains[i, t]
-            entries[i] = column_corrections(
-                d, doc_indptr, doc_words, doc_counts, best, row_constants,
-                col_indptr, col_topics, col_values, is_dense_word, gains,
-            )
-            t, g = argmax_lowest(gains)
-            topics[i] = t
-            gains_out[i] = g
+                g = base_gain(row_constants[t], m, scratch) + corrections[t]
+                corrections[t] = 0.0
+                if has_dense:
+                    g += dense_gains[i, t]
+                if g > top:
+                    top = g
+                if g >= top - error - FIRST_ROUND_SLACK * abs(top):  # may be the best: kept
+                    window_topics[k] = t
+                    window_gains[k] = g
+                    k += 1
+            floor = top - error - FIRST_ROUND_SLACK * abs(top)
+            best_t = -1
+            best_g = -np.inf
+            for r in range(k):  # topic order: the first of equal exact gains wins
+                if window_gains[r] >= floor:
+                    t = window_topics[r]
+                    g = topic_gain(
+                        d, t, m, doc_indptr, doc_words, doc_counts, best,
+                        row_constants, row_indptr, row_words, row_values, scratch,
+                    )
+                    if g > best_g:
+                        best_t = t
+                        best_g = g
+            topics[i] = best_t
+            gains_out[i] = best_g
     return topics, gains_out, entries
 
 
@@ -480,18 +730,103 @@ def heapify(heap_gain, heap_doc, heap_topic, size):
 
 
 @nb.njit(**_SERIAL)
+def _refill_cache(
+    d, doc_indptr, doc_words, doc_counts, best,
+    row_constants, constants_desc, col_indptr, col_topics, col_values,
+    doc_head, link_topics, link_next, cache_topics, cache_bounds, cache_size, rest_bound, scratch, top_t, top_g,
+):
+    """A full evaluation of document d at its links: its len(top_t) - 1 best topics go to its
+    cache; the next one's gain bounds every topic left out. Returns entries read."""
+    excluded = scratch[3]
+    _exclude_linked(d, excluded, True, doc_head, link_topics, link_next)
+    entries = document_top_topics(
+        d, doc_indptr, doc_words, doc_counts, best,
+        row_constants, constants_desc, col_indptr, col_topics, col_values, scratch, top_t, top_g,
+    )
+    _exclude_linked(d, excluded, False, doc_head, link_topics, link_next)
+    size = cache_topics.shape[1]
+    kept = 0
+    for i in range(size):
+        cache_topics[d, i] = top_t[i]
+        cache_bounds[d, i] = top_g[i]
+        if top_t[i] >= 0:
+            kept += 1
+    cache_size[d] = kept
+    rest_bound[d] = top_g[size]
+    return entries
+
+
+@nb.njit(**_PARALLEL)
+def second_topics(
+    doc_indptr, doc_words, doc_counts, best, n_topics,
+    row_constants, constants_desc, col_indptr, col_topics, col_values,
+    doc_head, link_topics, link_next, cache_topics, cache_bounds, cache_size, rest_bound, n_chunks,
+):
+    """FastInitialize's second round: each document's best unlinked topic and gain, in parallel,
+    with its cache of next-best topics filled (see :func:`greedy_steps`)."""
+    n = len(doc_indptr) - 1
+    topics = np.empty(n, dtype=np.int64)
+    gains_out = np.empty(n, dtype=np.float64)
+    entries = np.zeros(n, dtype=np.int64)
+    n_chunks = min(n_chunks, max(n, 1))
+    size = cache_topics.shape[1]
+    for chunk in nb.prange(n_chunks):
+        scratch = evaluation_scratch(row_constants, doc_indptr)
+        top_t = np.empty(size + 1, dtype=np.int64)
+        top_g = np.empty(size + 1, dtype=np.float64)
+        for d in range(chunk, n, n_chunks):
+            entries[d] = _refill_cache(
+                d, doc_indptr, doc_words, doc_counts, best,
+                row_constants, constants_desc, col_indptr, col_topics, col_values,
+                doc_head, link_topics, link_next, cache_topics, cache_bounds, cache_size, rest_bound,
+                scratch, top_t, top_g,
+            )
+            topics[d] = top_t[0]
+            gains_out[d] = top_g[0]
+    return topics, gains_out, entries
+
+
+@nb.njit(**_SERIAL)
+def _sort_cache(d, cache_topics, cache_bounds, size):
+    """Insertion sort of document d's cache by bound, high to low (ties: lower topic id)."""
+    for i in range(1, size):
+        t = cache_topics[d, i]
+        g = cache_bounds[d, i]
+        k = i
+        while k > 0 and _before(g, t, cache_bounds[d, k - 1], cache_topics[d, k - 1]):
+            cache_topics[d, k] = cache_topics[d, k - 1]
+            cache_bounds[d, k] = cache_bounds[d, k - 1]
+            k -= 1
+        cache_topics[d, k] = t
+        cache_bounds[d, k] = g
+
+
+@nb.njit(**_SERIAL)
 def greedy_steps(
     n_steps, heap_gain, heap_doc, heap_topic, heap_size,
     doc_indptr, doc_words, doc_counts, best, n_topics,
     row_constants, constants_desc, col_indptr, col_topics, col_values,
     row_indptr, row_words, row_values,
     doc_head, link_topics, link_next, link_doc, link_gain, n_links,
+    cache_topics, cache_bounds, cache_size, rest_bound,
 ):
-    """FastGreedy (spec §3): pop the best (gain, document, topic), link it, re-evaluate only that
-    document and push it back. Runs ``n_steps`` iterations and returns (links made, entries read).
+    """FastGreedy (spec §3): pop the best (gain, document, topic), link it, find that document's
+    new best topic and push it back. Runs ``n_steps`` iterations; returns (links made, entries
+    read, full evaluations, single-topic evaluations).
+
+    The new best comes lazily: gains only fall as links are added (submodularity), so the gains
+    a document's cache holds from its last full evaluation bound its topics' gains now, and
+    ``rest_bound`` bounds every other topic. Cached topics are re-evaluated one at a time, best
+    bound first, until no bound can beat the best gain found; if that gain does not beat
+    ``rest_bound``, the document is evaluated in full again and its cache refilled.
     """
-    gains = np.empty(n_topics, dtype=np.float64)
+    size = cache_topics.shape[1]
+    scratch = evaluation_scratch(row_constants, doc_indptr)
+    top_t = np.empty(size + 1, dtype=np.int64)
+    top_g = np.empty(size + 1, dtype=np.float64)
     entries = 0
+    full = 0
+    single = 0
     made = 0
     for _ in range(n_steps):
         if heap_size == 0:
@@ -509,15 +844,44 @@ def greedy_steps(
         doc_head[d] = k
         made += 1
         link_topic(d, t, doc_indptr, doc_words, best, row_constants, row_indptr, row_words, row_values)
-        entries += document_gains(
-            d, doc_indptr, doc_words, doc_counts, best,
-            row_constants, constants_desc, col_indptr, col_topics, col_values, gains,
-        )
-        new_t, new_g = best_unlinked(gains, d, doc_head, link_topics, link_next)
+        kept = 0
+        for i in range(cache_size[d]):
+            if cache_topics[d, i] != t:
+                cache_topics[d, kept] = cache_topics[d, i]
+                cache_bounds[d, kept] = cache_bounds[d, i]
+                kept += 1
+        m = document_base(d, doc_indptr, doc_counts, best, scratch)
+        new_t = -1
+        new_g = -np.inf
+        for i in range(kept):
+            topic = cache_topics[d, i]
+            if new_t >= 0 and not _before(cache_bounds[d, i], topic, new_g, new_t):
+                break  # bounds only fall further down the cache
+            gain = topic_gain(
+                d, topic, m, doc_indptr, doc_words, doc_counts, best,
+                row_constants, row_indptr, row_words, row_values, scratch,
+            )
+            single += 1
+            cache_bounds[d, i] = gain
+            if new_t < 0 or _before(gain, topic, new_g, new_t):
+                new_t = topic
+                new_g = gain
+        _sort_cache(d, cache_topics, cache_bounds, kept)
+        cache_size[d] = kept
+        if new_t < 0 or not new_g > rest_bound[d]:
+            entries += _refill_cache(
+                d, doc_indptr, doc_words, doc_counts, best,
+                row_constants, constants_desc, col_indptr, col_topics, col_values,
+                doc_head, link_topics, link_next, cache_topics, cache_bounds, cache_size, rest_bound,
+                scratch, top_t, top_g,
+            )
+            full += 1
+            new_t = top_t[0]
+            new_g = top_g[0]
         heap_gain[0] = new_g
         heap_topic[0] = new_t
         heap_sift_down(heap_gain, heap_doc, heap_topic, heap_size, 0)
-    return made, entries
+    return made, entries, full, single
 
 
 # ----------------------------------------------------------------------------------------------
@@ -559,22 +923,9 @@ def assign_words(
 
 
 @nb.njit(**_SERIAL)
-def _top_of(gains, top_topics, top_gains, row):
-    """Write the largest entries of ``gains`` (ties: lowest topic id) into row ``row``."""
-    m = top_topics.shape[1]
-    top_topics[row, :] = -1
-    top_gains[row, :] = -np.inf
-    for t in range(len(gains)):
-        g = gains[t]
-        if g <= top_gains[row, m - 1]:
-            continue
-        i = m - 1
-        while i > 0 and top_gains[row, i - 1] < g:
-            top_gains[row, i] = top_gains[row, i - 1]
-            top_topics[row, i] = top_topics[row, i - 1]
-            i -= 1
-        top_gains[row, i] = g
-        top_topics[row, i] = t
+def _exclude_csr(d, doc_link_indptr, doc_link_topics, excluded, flag):
+    for p in range(doc_link_indptr[d], doc_link_indptr[d + 1]):
+        excluded[doc_link_topics[p]] = flag
 
 
 @nb.njit(**_PARALLEL)
@@ -583,22 +934,24 @@ def top_gains_per_document(
     row_constants, constants_desc, col_indptr, col_topics, col_values,
     doc_link_indptr, doc_link_topics, top_size, n_chunks,
 ):
-    """Each document's ``top_size`` best unlinked topics and their gains at its current links."""
+    """Each document's ``top_size`` best unlinked topics and their gains at its current links,
+    and the entries read per document."""
     n_docs = len(doc_indptr) - 1
     top_topics = np.empty((n_docs, top_size), dtype=np.int64)
     top_gains = np.empty((n_docs, top_size), dtype=np.float64)
+    entries = np.zeros(n_docs, dtype=np.int64)
     n_chunks = min(n_chunks, max(n_docs, 1))
     for chunk in nb.prange(n_chunks):
-        gains = np.empty(n_topics, dtype=np.float64)
+        scratch = evaluation_scratch(row_constants, doc_indptr)
         for d in range(chunk, n_docs, n_chunks):
-            document_gains(
+            _exclude_csr(d, doc_link_indptr, doc_link_topics, scratch[3], True)
+            entries[d] = document_top_topics(
                 d, doc_indptr, doc_words, doc_counts, best,
-                row_constants, constants_desc, col_indptr, col_topics, col_values, gains,
+                row_constants, constants_desc, col_indptr, col_topics, col_values, scratch,
+                top_topics[d], top_gains[d],
             )
-            for p in range(doc_link_indptr[d], doc_link_indptr[d + 1]):
-                gains[doc_link_topics[p]] = -np.inf
-            _top_of(gains, top_topics, top_gains, d)
-    return top_topics, top_gains
+            _exclude_csr(d, doc_link_indptr, doc_link_topics, scratch[3], False)
+    return top_topics, top_gains, entries
 
 
 @nb.njit(**_PARALLEL)
@@ -617,7 +970,8 @@ def threshold_round(
     whose every conditional gain reaches the threshold. Documents never interact, so no topic of
     one document changes another's gain. ``best`` and the top-gain cache are updated in place for
     the accepted prefixes; returns the accepted topics, their conditional gains (rows padded with
-    -1 / -inf) and the full evaluations made per document.
+    -1 / -inf) and the evaluations made per document (single-topic queries and the full
+    evaluation that refills the cache).
     """
     n_docs = len(doc_indptr) - 1
     top_size = top_topics.shape[1]
@@ -626,7 +980,7 @@ def threshold_round(
     evaluations = np.zeros(n_docs, dtype=np.int64)
     n_chunks = min(n_chunks, max(n_docs, 1))
     for chunk in nb.prange(n_chunks):
-        gains = np.empty(n_topics, dtype=np.float64)
+        scratch = evaluation_scratch(row_constants, doc_indptr)
         sequence = np.empty(top_size, dtype=np.int64)
         for d in range(chunk, n_docs, n_chunks):
             if not top_gains[d, 0] >= threshold:
@@ -638,23 +992,29 @@ def threshold_round(
             condition = top_gains[d, 0]
             for j in range(length):
                 if j > 0:
-                    condition = gains[sequence[j]]
+                    m = document_base(d, doc_indptr, doc_counts, best, scratch)
+                    condition = topic_gain(
+                        d, sequence[j], m, doc_indptr, doc_words, doc_counts, best,
+                        row_constants, row_indptr, row_words, row_values, scratch,
+                    )
+                    evaluations[d] += 1
                 if not condition >= threshold:
                     break
                 t = sequence[j]
                 link_topic(d, t, doc_indptr, doc_words, best, row_constants, row_indptr, row_words, row_values)
                 accepted_topics[d, j] = t
                 accepted_gains[d, j] = condition
-                document_gains(
-                    d, doc_indptr, doc_words, doc_counts, best,
-                    row_constants, constants_desc, col_indptr, col_topics, col_values, gains,
-                )
-                evaluations[d] += 1
-                for p in range(doc_link_indptr[d], doc_link_indptr[d + 1]):
-                    gains[doc_link_topics[p]] = -np.inf
-                for i in range(j + 1):
-                    gains[accepted_topics[d, i]] = -np.inf
-            _top_of(gains, top_topics, top_gains, d)
+            excluded = scratch[3]
+            _exclude_csr(d, doc_link_indptr, doc_link_topics, excluded, True)
+            _exclude_listed(accepted_topics[d], excluded, True)
+            document_top_topics(
+                d, doc_indptr, doc_words, doc_counts, best,
+                row_constants, constants_desc, col_indptr, col_topics, col_values, scratch,
+                top_topics[d], top_gains[d],
+            )
+            _exclude_csr(d, doc_link_indptr, doc_link_topics, excluded, False)
+            _exclude_listed(accepted_topics[d], excluded, False)
+            evaluations[d] += 1
     return accepted_topics, accepted_gains, evaluations
 
 
@@ -674,16 +1034,18 @@ def independent_links(
     best = np.full(len(doc_words), null_score)
     n_chunks = min(n_chunks, max(n_docs, 1))
     for chunk in nb.prange(n_chunks):
-        gains = np.empty(n_topics, dtype=np.float64)
+        scratch = evaluation_scratch(row_constants, doc_indptr)
+        top_t = np.empty(1, dtype=np.int64)
+        top_g = np.empty(1, dtype=np.float64)
         for d in range(chunk, n_docs, n_chunks):
             for j in range(topics_per_document):
-                document_gains(
+                _exclude_listed(out_topics[d, :j], scratch[3], True)
+                document_top_topics(
                     d, doc_indptr, doc_words, doc_counts, best,
-                    row_constants, constants_desc, col_indptr, col_topics, col_values, gains,
+                    row_constants, constants_desc, col_indptr, col_topics, col_values, scratch, top_t, top_g,
                 )
-                for i in range(j):
-                    gains[out_topics[d, i]] = -np.inf
-                t, g = argmax_lowest(gains)
+                _exclude_listed(out_topics[d, :j], scratch[3], False)
+                t, g = top_t[0], top_g[0]
                 if t < 0 or (j > 0 and g < min_gain):
                     break
                 link_topic(d, t, doc_indptr, doc_words, best, row_constants, row_indptr, row_words, row_values)

@@ -3,6 +3,11 @@
 ``fast_greedy(corpus, candidates, kappa)`` validates, runs the numba kernels of
 :mod:`._kernels` step by step (first round, second-topic heap, greedy steps) and packs a
 :class:`.solution.Solution`. ``first_round`` is shared with the parallel algorithm.
+
+FastGreedy re-evaluates one document per step. Its new best topic is found lazily: gains only
+fall as links are added, so the gains a document's last full evaluation cached bound its topics'
+gains now; the cached topics are re-scored one at a time (best bound first) and a full
+evaluation runs only when none of them provably beats every topic left out of the cache.
 """
 
 from __future__ import annotations
@@ -26,14 +31,20 @@ logger = logging.getLogger(__name__)
 #: Greedy iterations between two progress reports.
 PROGRESS_EVERY = 2000
 
-#: FastInitialize's first round reads every stored entry of every document's words. A word goes
-#: through a dense BLAS product instead when df(w) * entries(w) * DENSE_ADVANTAGE >= topics x
-#: documents. Measured on congress (2 cores): 8 -> 75 dense words, 1.8 s; 32 -> 368, 1.2 s;
-#: 128 -> 988, 1.3 s; 512 -> 1824, 4 s (BLAS then does mostly zeros).
-DENSE_ADVANTAGE = 64
+#: FastInitialize's first round reads every stored entry of every document's words. The most
+#: costly words (documents x column entries) can go through a float32 BLAS product instead,
+#: which costs, in column entries read: PRODUCT_OUTPUT_COST per product entry (documents x
+#: topics, written and read back) plus PRODUCT_MULTIPLY_ADD_COST per multiply-add. Words are
+#: taken most costly first, as many as save the most (none if nothing is saved). Measured on
+#: this machine (2 cores): congress takes about 1,400 words and its first round halves; the
+#: synthetic |V| = 10^5 corpus takes none (its product would be 10^5 topics wide for 49 words).
+PRODUCT_MULTIPLY_ADD_COST = 1 / 256
+PRODUCT_OUTPUT_COST = 1 / 4
 MAX_DENSE_WORDS = 2048
-#: Size of one block of dense first-round gains (documents x topics, float64).
-DENSE_BLOCK_BYTES = 64 * 2**20
+#: Size of one block of dense first-round gains (documents x topics, float32).
+DENSE_BLOCK_BYTES = 32 * 2**20
+#: Topics each document keeps in its cache of next-best gains (FastGreedy's lazy re-evaluation).
+CACHED_TOPICS = 8
 
 
 def first_round(docs: DocumentArrays, candidates: Candidates, best: np.ndarray):
@@ -44,24 +55,30 @@ def first_round(docs: DocumentArrays, candidates: Candidates, best: np.ndarray):
     col_indptr, col_topics, col_values = candidates.columns
     n_topics, n_docs = candidates.n_topics, docs.n_documents
     dense_words, is_dense_word = _dense_words(docs, candidates)
-    if len(dense_words):
-        dense_scores = _kernels.dense_first_round_scores(
-            col_indptr, col_topics, col_values, candidates.row_constants, dense_words, NULL_TOPIC_LOG_SCORE
+    if not len(dense_words):
+        no_dense = np.zeros((n_docs, 0), dtype=np.float32)
+        topics, gains, entries = _kernels.first_round_best_topics(
+            0, n_docs, no_dense, np.zeros(n_docs), is_dense_word, docs.indptr, docs.words, docs.counts, best,
+            candidates.row_constants, col_indptr, col_topics, col_values,
+            candidates.indptr, candidates.indices, candidates.values, numba.get_num_threads(),
         )
-        dense_column = np.full(candidates.n_words, -1, dtype=np.int64)
-        dense_column[dense_words] = np.arange(len(dense_words))
-    block = max(1, DENSE_BLOCK_BYTES // (8 * n_topics))
+        return topics, gains, int(entries.sum())
+    dense_scores, largest = _kernels.dense_first_round_scores(
+        col_indptr, col_topics, col_values, candidates.row_constants, dense_words, NULL_TOPIC_LOG_SCORE
+    )
+    dense_column = np.full(candidates.n_words, -1, dtype=np.int64)
+    dense_column[dense_words] = np.arange(len(dense_words))
+    block = max(1, DENSE_BLOCK_BYTES // (4 * n_topics))
     topics, gains, entries = [], [], 0
     for d0 in range(0, n_docs, block):
         d1 = min(n_docs, d0 + block)
-        if len(dense_words):
-            dense_gains = _dense_counts(docs, d0, d1, dense_column, len(dense_words)) @ dense_scores.T
-        else:
-            dense_gains = np.zeros((d1 - d0, n_topics))
+        counts = _dense_counts(docs, d0, d1, dense_column, len(dense_words))
+        dense_gains = counts @ dense_scores.T
+        dense_error = _product_error_bound(counts, largest)
         block_topics, block_gains, block_entries = _kernels.first_round_best_topics(
-            d0, dense_gains, is_dense_word, docs.indptr, docs.words, docs.counts, best, n_topics,
-            candidates.row_constants, candidates.constants_descending, col_indptr, col_topics,
-            col_values, numba.get_num_threads(),
+            d0, d1 - d0, dense_gains, dense_error, is_dense_word, docs.indptr, docs.words, docs.counts, best,
+            candidates.row_constants, col_indptr, col_topics, col_values,
+            candidates.indptr, candidates.indices, candidates.values, numba.get_num_threads(),
         )
         topics.append(block_topics)
         gains.append(block_gains)
@@ -72,24 +89,40 @@ def first_round(docs: DocumentArrays, candidates: Candidates, best: np.ndarray):
 
 def _dense_counts(docs: DocumentArrays, d0: int, d1: int, dense_column: np.ndarray, n_dense: int) -> np.ndarray:
     """Counts of documents d0 .. d1 - 1 (rows) over the ``n_dense`` dense words (column
-    ``dense_column[word]``; -1: not dense), as a dense matrix for the BLAS product."""
+    ``dense_column[word]``; -1: not dense), as a dense float32 matrix for the BLAS product
+    (counts below 2^24 are exact in float32)."""
     slots = slice(docs.indptr[d0], docs.indptr[d1])
     columns = dense_column[docs.words[slots]]
     rows = np.repeat(np.arange(d1 - d0), np.diff(docs.indptr[d0 : d1 + 1]))
     kept = columns >= 0
-    block = np.zeros((d1 - d0, n_dense))
+    block = np.zeros((d1 - d0, n_dense), dtype=np.float32)
     block[rows[kept], columns[kept]] = docs.counts[slots][kept]  # one slot per (document, word)
     return block
 
 
+def _product_error_bound(counts: np.ndarray, largest: np.ndarray) -> np.ndarray:
+    """Per row, a bound on the rounding error of ``counts @ scores`` in float32 (any summation
+    order) when every score of column h is at most ``largest[h]``: (terms + 2) u sum |n s|, with
+    u = 2^-24 (the scores' own rounding to float32, the products', the sum's; Higham, Accuracy
+    and Stability of Numerical Algorithms, §3.1), with a margin."""
+    terms = np.count_nonzero(counts, axis=1)
+    magnitude = counts.astype(np.float64) @ largest
+    return 1.01 * (terms + 2) * 2.0**-24 * magnitude
+
+
 def _dense_words(docs: DocumentArrays, candidates: Candidates):
-    """The words whose first-round gains are cheaper as a dense product (most costly first), and
-    a mask of them over the vocabulary."""
+    """The words whose first-round gains go through the dense product (most costly first), and
+    a mask of them over the vocabulary (see :data:`PRODUCT_OUTPUT_COST`)."""
     col_indptr = candidates.columns[0]
     n_words = candidates.n_words
     cost = np.bincount(docs.words, minlength=n_words) * np.diff(col_indptr)
-    dense_words = np.nonzero(cost * DENSE_ADVANTAGE >= candidates.n_topics * docs.n_documents)[0]
-    dense_words = dense_words[np.argsort(-cost[dense_words], kind="stable")][:MAX_DENSE_WORDS]
+    ranked = np.argsort(-cost, kind="stable")[:MAX_DENSE_WORDS]
+    outputs = float(candidates.n_topics) * docs.n_documents
+    saved = np.cumsum(cost[ranked], dtype=np.float64) - outputs * (
+        PRODUCT_OUTPUT_COST + PRODUCT_MULTIPLY_ADD_COST * np.arange(1, len(ranked) + 1)
+    )
+    taken = int(np.argmax(saved)) + 1 if len(saved) and saved.max() > 0 else 0
+    dense_words = np.sort(ranked[:taken]) if taken else np.zeros(0, dtype=np.int64)
     is_dense_word = np.zeros(n_words, dtype=np.bool_)
     is_dense_word[dense_words] = True
     return dense_words, is_dense_word
@@ -109,8 +142,13 @@ class _GreedyRun:
     link_topic: np.ndarray
     link_next: np.ndarray  # the document's previous link (-1: none)
     link_gain: np.ndarray
+    cache_topics: np.ndarray  # each document's next-best topics at its last full evaluation
+    cache_bounds: np.ndarray  # upper bounds of their gains (exact just after that evaluation)
+    cache_size: np.ndarray
+    rest_bound: np.ndarray  # bounds the gain of every topic not in the cache
     made: int = 0
     evaluations: int = 0  # full document evaluations
+    topic_evaluations: int = 0  # gains of one topic on one document
     entries_read: int = 0
 
     @classmethod
@@ -123,6 +161,10 @@ class _GreedyRun:
             link_topic=np.empty(budget, dtype=np.int64),
             link_next=np.full(budget, -1, dtype=np.int64),
             link_gain=np.empty(budget, dtype=np.float64),
+            cache_topics=np.empty((docs.n_documents, CACHED_TOPICS), dtype=np.int64),
+            cache_bounds=np.empty((docs.n_documents, CACHED_TOPICS), dtype=np.float64),
+            cache_size=np.zeros(docs.n_documents, dtype=np.int64),
+            rest_bound=np.full(docs.n_documents, -np.inf),
         )
 
     @property
@@ -134,6 +176,10 @@ class _GreedyRun:
     def scan(self) -> tuple:
         c = self.candidates
         return (c.row_constants, c.constants_descending, *c.columns)
+
+    @property
+    def cache(self) -> tuple:
+        return self.cache_topics, self.cache_bounds, self.cache_size, self.rest_bound
 
 
 def _link_first_topics(run: _GreedyRun) -> None:
@@ -151,12 +197,12 @@ def _link_first_topics(run: _GreedyRun) -> None:
 
 def _second_topic_heap(run: _GreedyRun) -> tuple:
     """FastInitialize, round 2: every document's best second topic, as a max-heap of
-    (gain, document, topic)."""
+    (gain, document, topic), and each document's cache of next-best topics."""
     docs = run.docs
     all_docs = np.arange(docs.n_documents, dtype=np.int64)
-    second, second_gain, entries = _kernels.best_topic_per_document(
-        all_docs, docs.indptr, docs.words, docs.counts, run.best, run.candidates.n_topics, *run.scan,
-        run.doc_head, run.link_topic, run.link_next, numba.get_num_threads(),
+    second, second_gain, entries = _kernels.second_topics(
+        docs.indptr, docs.words, docs.counts, run.best, run.candidates.n_topics, *run.scan,
+        run.doc_head, run.link_topic, run.link_next, *run.cache, numba.get_num_threads(),
     )
     run.entries_read += int(entries.sum())
     run.evaluations += docs.n_documents
@@ -170,14 +216,15 @@ def _greedy_steps(run: _GreedyRun, heap: tuple, report) -> None:
     docs, candidates = run.docs, run.candidates
     while run.made < run.budget:
         steps = min(PROGRESS_EVERY, run.budget - run.made)
-        done, entries = _kernels.greedy_steps(
+        done, entries, full, single = _kernels.greedy_steps(
             steps, *heap, docs.n_documents,
             docs.indptr, docs.words, docs.counts, run.best, candidates.n_topics, *run.scan, *run.rows[1:],
-            run.doc_head, run.link_topic, run.link_next, run.link_doc, run.link_gain, run.made,
+            run.doc_head, run.link_topic, run.link_next, run.link_doc, run.link_gain, run.made, *run.cache,
         )
         run.made += done
         run.entries_read += int(entries)
-        run.evaluations += done
+        run.evaluations += full
+        run.topic_evaluations += single
         if done < steps:
             raise InputError("every candidate topic is linked to every document: lower kappa")
         report()
@@ -225,8 +272,9 @@ def fast_greedy(
         stats={
             "algorithm": "greedy",
             "optimise_seconds": time.perf_counter() - started,
-            "gain_evaluations": int(run.evaluations) * int(candidates.n_topics),
+            "gain_evaluations": int(run.evaluations) * int(candidates.n_topics) + run.topic_evaluations,
             "document_evaluations": int(run.evaluations),
+            "topic_evaluations": run.topic_evaluations,
             "entries_read": run.entries_read,
             "adaptive_rounds": 2 + max(budget - n_docs, 0),
         },

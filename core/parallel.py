@@ -122,7 +122,7 @@ def _state_from_links(candidates: Candidates, shard: Shard, local_docs, topics, 
     _merge_links(state, np.asarray(local_docs, dtype=np.int64), np.asarray(topics, dtype=np.int64))
     rows = (candidates.row_constants, candidates.indptr, candidates.indices, candidates.values)
     _kernels.link_per_document(segment_ids(state.link_indptr), state.link_topics, docs.indptr, docs.words, state.best, *rows)
-    state.top_topics, state.top_gains = _kernels.top_gains_per_document(
+    state.top_topics, state.top_gains, _ = _kernels.top_gains_per_document(
         docs.indptr, docs.words, docs.counts, state.best, candidates.n_topics,
         candidates.row_constants, candidates.constants_descending, *candidates.columns,
         state.link_indptr, state.link_topics, top_size, _threads(),

@@ -119,7 +119,14 @@ class Solution:
         return topics[np.lexsort((topics, -documents))]
 
     def topic_table(self, top_n: int = DEFAULT_TOP_WORDS) -> list[dict]:
-        """One record per topic used: label, keywords, top words, documents and tokens."""
+        """One record per topic used: label, keywords, top words, documents and tokens (made
+        once per ``top_n``: the summary and the JSON output both read it)."""
+        tables = self.__dict__.setdefault("_topic_tables", {})
+        if top_n not in tables:
+            tables[top_n] = self._topic_table(top_n)
+        return [{**r, "keywords": list(r["keywords"]), "top_words": list(r["top_words"])} for r in tables[top_n]]
+
+    def _topic_table(self, top_n: int) -> list[dict]:
         documents = np.bincount(self.links[:, 1], minlength=self.candidates.n_topics)
         tokens = np.bincount(self.token_topics[self.token_topics >= 0], minlength=self.candidates.n_topics)
         vocabulary = self.corpus.vocabulary

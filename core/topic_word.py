@@ -189,19 +189,17 @@ class ConstantPlusSparse:
     def top_columns(self, n: int) -> list[np.ndarray]:
         """Each row's ``n`` largest entries' columns, largest first, ties by lower column: what
         ``np.argsort(-row, kind="stable")[:n]`` gives, without the dense rows."""
-        rows = self._rows_of_stored
-        constants = self.row_constants[rows]
-        above = self.values > constants
-        order = np.lexsort((self.indices, -self.values, rows))  # by row, value high to low, column
-        order = order[above[order]]
-        counts = np.bincount(rows[order], minlength=len(self.row_constants))
-        starts = np.zeros(len(counts) + 1, dtype=np.int64)
-        np.cumsum(counts, out=starts[1:])
-        best = self.indices[order].astype(np.int64)
         width = min(int(n), self.n_columns)
         tops = []
-        for r in range(len(counts)):
-            top = best[starts[r] : starts[r] + min(counts[r], width)]
+        for r in range(len(self.row_constants)):
+            span = slice(self.indptr[r], self.indptr[r + 1])
+            values, columns = self.values[span], self.indices[span]
+            above = values > self.row_constants[r]
+            values, columns = values[above], columns[above].astype(np.int64)
+            if len(values) > width > 0:  # keep what can rank: values from the width-th largest up
+                kept = values >= np.partition(values, len(values) - width)[len(values) - width]
+                values, columns = values[kept], columns[kept]
+            top = columns[np.lexsort((columns, -values))][:width]
             if len(top) < width:  # then the columns at the constant, in column order, then those below it
                 top = np.concatenate([top, self._columns_at_or_below_constant(r, width - len(top))])
             tops.append(top)

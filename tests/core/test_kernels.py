@@ -1,0 +1,118 @@
+"""The E-LDA kernels' document evaluations against each other and a dense oracle.
+
+A document's best topics come from one of two evaluations (``dense_top_topics`` fills in every
+topic's gain; ``sparse_top_topics`` scores only the topics its column scans reach plus the best
+few others by row constant) and single gains from ``topic_gain``. All three must give the same
+floats: FastGreedy's lazy re-evaluation and the first round's exact check compare them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from topicbench.core import _kernels
+from topicbench.core.generators import topic_matrix_candidates
+
+NULL = -230.25850929940458
+
+
+def random_instance(rng, n_topics: int, n_words: int, n_docs: int):
+    """Constant-plus-sparse candidates (constants drawn from few values, so that ties happen),
+    documents, and best scores of every (document, word) slot: null, or some topic's score."""
+    constants = rng.choice([-9.0, -7.5, -6.0, -4.0], size=n_topics)
+    L = np.repeat(constants[:, None], n_words, axis=1)
+    stored = rng.random((n_topics, n_words)) < rng.uniform(0.05, 0.6)
+    L[stored] = constants[np.nonzero(stored)[0]] + rng.choice([0.5, 1.0, 2.5, 4.0], size=int(stored.sum()))
+    candidates = topic_matrix_candidates(L, n_words=n_words)
+    lengths = rng.integers(1, min(8, n_words) + 1, size=n_docs)
+    indptr = np.zeros(n_docs + 1, dtype=np.int64)
+    np.cumsum(lengths, out=indptr[1:])
+    words = np.concatenate([np.sort(rng.choice(n_words, size=k, replace=False)) for k in lengths]).astype(np.int64)
+    counts = rng.integers(1, 4, size=len(words)).astype(np.float64)
+    best = np.full(len(words), NULL)
+    for d in range(n_docs):
+        for t in rng.choice(n_topics, size=int(rng.integers(0, 3)), replace=False):
+            span = slice(indptr[d], indptr[d + 1])
+            best[span] = np.maximum(best[span], L[t, words[span]])
+    return L, candidates, (indptr, words, counts), best
+
+
+def oracle_gains(L, docs, best, d):
+    indptr, words, counts = docs
+    span = slice(indptr[d], indptr[d + 1])
+    return (counts[span] * np.maximum(0.0, L[:, words[span]] - best[span])).sum(axis=1)
+
+
+def evaluate(kind, candidates, docs, best, d, size, excluded=()):
+    indptr, words, counts = docs
+    scratch = _kernels.evaluation_scratch(candidates.row_constants, indptr)
+    scratch[3][list(excluded)] = True
+    top_t = np.empty(size, dtype=np.int64)
+    top_g = np.empty(size, dtype=np.float64)
+    columns = candidates.columns
+    if kind == "sparse":
+        _kernels.sparse_top_topics(
+            d, indptr, words, counts, best, candidates.row_constants, candidates.constants_descending,
+            *columns, scratch, top_t, top_g,
+        )
+    else:
+        _kernels.dense_top_topics(
+            d, indptr, words, counts, best, candidates.row_constants, candidates.constants_descending,
+            *columns, scratch, top_t, top_g,
+        )
+    return top_t, top_g
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_sparse_and_dense_evaluations_give_the_same_top_topics(seed):
+    rng = np.random.default_rng([seed, 2025])
+    n_topics = int(rng.integers(2, 40))
+    L, candidates, docs, best = random_instance(rng, n_topics, int(rng.integers(3, 30)), 12)
+    for d in range(12):
+        excluded = rng.choice(n_topics, size=int(rng.integers(0, min(4, n_topics))), replace=False)
+        for size in (1, 3, n_topics + 2):
+            dense = evaluate("dense", candidates, docs, best, d, size, excluded)
+            sparse = evaluate("sparse", candidates, docs, best, d, size, excluded)
+            np.testing.assert_array_equal(sparse[0], dense[0])
+            np.testing.assert_array_equal(sparse[1], dense[1])  # the same floats, not merely close
+            # against the oracle: the gains, and the order (gain high to low, ties lowest id)
+            gains = oracle_gains(L, docs, best, d)
+            gains[excluded] = -np.inf
+            order = np.lexsort((np.arange(n_topics), -np.round(gains, 9)))[:size]
+            kept = dense[0] >= 0
+            np.testing.assert_allclose(dense[1][kept], gains[dense[0][kept]], rtol=1e-12, atol=1e-9)
+            np.testing.assert_array_equal(dense[0][kept], order[: int(kept.sum())])
+            assert kept.sum() == min(size, n_topics - len(excluded))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_one_topics_gain_is_the_full_evaluations_float(seed):
+    """topic_gain (row look-ups) sums in the full evaluation's order: bit-identical gains."""
+    rng = np.random.default_rng([seed, 11])
+    L, candidates, docs, best = random_instance(rng, 15, 20, 10)
+    indptr, words, counts = docs
+    scratch = _kernels.evaluation_scratch(candidates.row_constants, indptr)
+    for d in range(10):
+        _, all_gains = evaluate("dense", candidates, docs, best, d, candidates.n_topics)
+        topics, _ = evaluate("dense", candidates, docs, best, d, candidates.n_topics)
+        m = _kernels.document_base(d, indptr, counts, best, scratch)
+        for t, expected in zip(topics, all_gains):
+            got = _kernels.topic_gain(
+                d, t, m, indptr, words, counts, best,
+                candidates.row_constants, candidates.indptr, candidates.indices, candidates.values, scratch,
+            )
+            assert got == expected
+
+
+def test_documents_whose_every_topic_gains_nothing_take_the_lowest_ids():
+    """When a document's words already score their best everywhere, every gain is 0: both
+    evaluations then list the lowest topic ids not left out, as a full gains vector would."""
+    L = np.array([[-1.0, -1.0], [-3.0, -3.0], [-2.0, -2.0], [-5.0, -5.0]])
+    candidates = topic_matrix_candidates(L, n_words=2)
+    docs = (np.array([0, 2]), np.array([0, 1]), np.array([1.0, 2.0]))
+    best = np.array([-1.0, -1.0])  # topic 0 linked: nothing beats it
+    for kind in ("dense", "sparse"):
+        topics, gains = evaluate(kind, candidates, docs, best, 0, 3, excluded=[0])
+        np.testing.assert_array_equal(topics, [1, 2, 3])
+        np.testing.assert_array_equal(gains, [0.0, 0.0, 0.0])
