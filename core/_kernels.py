@@ -306,18 +306,6 @@ def column_corrections(
 
 
 @nb.njit(**_SERIAL)
-def argmax_lowest(gains):
-    """(index, value) of the largest entry; ties: lowest index; (-1, -inf) if all are -inf."""
-    best_t = -1
-    best_g = -np.inf
-    for t in range(len(gains)):
-        if gains[t] > best_g:
-            best_g = gains[t]
-            best_t = t
-    return best_t, best_g
-
-
-@nb.njit(**_SERIAL)
 def link_topic(
     d, t, doc_indptr, doc_words, best,
     row_constants, row_indptr, row_words, row_values,
@@ -340,16 +328,22 @@ def link_topic(
 
 
 @nb.njit(**_SERIAL)
-def evaluation_scratch(row_constants, doc_indptr):
+def longest_document(doc_indptr, first, stop):
+    """The most distinct words of any of documents first .. stop - 1."""
+    longest = 0
+    for d in range(first, stop):
+        longest = max(longest, doc_indptr[d + 1] - doc_indptr[d])
+    return longest
+
+
+@nb.njit(**_SERIAL)
+def evaluation_scratch(row_constants, longest):
     """Per-thread work arrays of an evaluation: (gains, per topic (row constant, evaluation
     stamp, slot), reached topics by slot, excluded, sorted best scores, count below, weighted sum
     below, reached gains by slot, evaluation counter). A sparse scan jumps between topics: a
     topic's constant, stamp and slot share a cache line, and its gain sits in a slot taken in
     the order topics are reached, so the passes after the scan read slots in order and nothing
     needs resetting (a stamp other than the evaluation's own means not reached)."""
-    longest = 0
-    for d in range(len(doc_indptr) - 1):
-        longest = max(longest, doc_indptr[d + 1] - doc_indptr[d])
     n_topics = len(row_constants)
     work = np.empty((n_topics, 3), dtype=np.float64)
     work[:, 0] = row_constants
@@ -578,12 +572,12 @@ def _exclude_listed(topics, excluded, flag):
 
 
 @nb.njit(**_PARALLEL)
-def dense_first_round_scores(col_indptr, col_topics, col_values, row_constants, dense_words, null_score):
-    """Matrix (topics x dense words, float32) of what each stored entry adds to a first-round
-    gain (every best score at the null score), so frequent words can go through a BLAS product;
-    and each dense word's largest addition (float64), which bounds the product's rounding."""
+def dense_first_round_rows(col_indptr, col_topics, col_values, row_constants, dense_words, null_score):
+    """One float32 row per dense word (dense words x topics): what its column adds to a topic's
+    first-round gain (every best score at the null score), zero where nothing is stored; and each
+    row's largest addition (float64), which bounds the rounding to float32."""
     n_topics = len(row_constants)
-    scores = np.zeros((n_topics, len(dense_words)), dtype=np.float32)
+    rows = np.zeros((len(dense_words), n_topics), dtype=np.float32)
     largest = np.zeros(len(dense_words), dtype=np.float64)
     for h in nb.prange(len(dense_words)):
         v = dense_words[h]
@@ -594,52 +588,60 @@ def dense_first_round_scores(col_indptr, col_topics, col_values, row_constants, 
             t = col_topics[p]
             c = row_constants[t]
             score = value - c if c > null_score else value - null_score
-            scores[t, h] = score
+            rows[h, t] = score
             largest[h] = max(largest[h], score)
-    return scores, largest
+    return rows, largest
 
 
 #: Gains within this relative distance of a document's best approximate gain are recomputed
 #: exactly (float64 sums in another order differ by about 1e-13 relative).
 FIRST_ROUND_SLACK = 1e-9
+#: float32's unit roundoff: a dense row's entry is its float64 score to within this, relatively.
+FLOAT32_ROUNDOFF = 2.0**-24
 
 
 @nb.njit(**_PARALLEL)
 def first_round_best_topics(
-    d0, n, dense_gains, dense_error, is_dense_word, doc_indptr, doc_words, doc_counts, best,
+    dense_rows, dense_largest, dense_row_of_word, doc_indptr, doc_words, doc_counts, best,
     row_constants, col_indptr, col_topics, col_values, row_indptr, row_words, row_values, n_chunks,
 ):
-    """FastInitialize's first round for documents d0 .. d0 + n - 1: each one's best topic and gain.
+    """FastInitialize's first round: each document's best topic and gain on the empty solution.
 
-    Approximate gains, summed in whatever order is fastest: column scans of the document's
-    words (into a zeroed array) plus, for the dense words, ``dense_gains`` (a float32 BLAS
-    product, one row per document, whose rounding error for document d0 + i is at most
-    ``dense_error[i]``; no columns when there are no dense words), plus each topic's base, in one
-    pass over the topics. The true best topic's approximate gain lies within twice the error of
-    the best approximate gain, so the topics in that window get their exact gains
+    Approximate gains, summed in whatever order is fastest, into a zeroed float64 array: a
+    dense word (``dense_row_of_word[v] >= 0``) adds its float32 row of ``dense_rows`` in one
+    vectorised pass over the topics, any other word scans its column; then each topic's base
+    joins in one pass over the topics. Rounding the rows to float32 moves a document's gains by at
+    most u sum_j n_j largest_j (u = 2^-24), so the true best topic's approximate gain lies within
+    twice that of the best approximate gain: the topics in that window get their exact gains
     (:func:`topic_gain`, the same sum as any later evaluation) and the best of them (ties:
     lowest id) is the document's first topic."""
     n_topics = len(row_constants)
-    has_dense = dense_gains.shape[1] > 0
+    n = len(doc_indptr) - 1
     topics = np.empty(n, dtype=np.int64)
     gains_out = np.empty(n, dtype=np.float64)
     entries = np.zeros(n, dtype=np.int64)
     n_chunks = min(n_chunks, max(n, 1))
+    longest = longest_document(doc_indptr, 0, n)
     for chunk in nb.prange(n_chunks):
         corrections = np.zeros(n_topics, dtype=np.float64)
         window_topics = np.empty(n_topics, dtype=np.int64)
         window_gains = np.empty(n_topics, dtype=np.float64)
-        scratch = evaluation_scratch(row_constants[:0], doc_indptr)
-        for i in range(chunk, n, n_chunks):
-            d = d0 + i
+        scratch = evaluation_scratch(row_constants[:0], longest)
+        for d in range(chunk, n, n_chunks):
             m = document_base(d, doc_indptr, doc_counts, best, scratch)
             read = 0
+            error = 0.0
             for j in range(doc_indptr[d], doc_indptr[d + 1]):
                 v = doc_words[j]
-                if is_dense_word[v]:
+                count = doc_counts[j]
+                h = dense_row_of_word[v]
+                if h >= 0:
+                    row = dense_rows[h]
+                    for t in range(n_topics):
+                        corrections[t] += count * row[t]
+                    error += count * dense_largest[h]
                     continue
                 b = best[j]
-                count = doc_counts[j]
                 for p in range(col_indptr[v], col_indptr[v + 1]):
                     value = col_values[p]
                     if value <= b:
@@ -648,15 +650,13 @@ def first_round_best_topics(
                     c = row_constants[t]
                     corrections[t] += count * (value - c) if c > b else count * (value - b)
                     read += 1
-            entries[i] = read
-            error = 2.0 * dense_error[i]
+            entries[d] = read
+            error *= 2.0 * FLOAT32_ROUNDOFF * 1.01
             top = -np.inf
             k = 0
             for t in range(n_topics):
                 g = base_gain(row_constants[t], m, scratch) + corrections[t]
                 corrections[t] = 0.0
-                if has_dense:
-                    g += dense_gains[i, t]
                 if g > top:
                     top = g
                 if g >= top - error - FIRST_ROUND_SLACK * abs(top):  # may be the best: kept
@@ -676,8 +676,8 @@ def first_round_best_topics(
                     if g > best_g:
                         best_t = t
                         best_g = g
-            topics[i] = best_t
-            gains_out[i] = best_g
+            topics[d] = best_t
+            gains_out[d] = best_g
     return topics, gains_out, entries
 
 
@@ -770,8 +770,9 @@ def second_topics(
     entries = np.zeros(n, dtype=np.int64)
     n_chunks = min(n_chunks, max(n, 1))
     size = cache_topics.shape[1]
+    longest = longest_document(doc_indptr, 0, n)
     for chunk in nb.prange(n_chunks):
-        scratch = evaluation_scratch(row_constants, doc_indptr)
+        scratch = evaluation_scratch(row_constants, longest)
         top_t = np.empty(size + 1, dtype=np.int64)
         top_g = np.empty(size + 1, dtype=np.float64)
         for d in range(chunk, n, n_chunks):
@@ -821,7 +822,8 @@ def greedy_steps(
     ``rest_bound``, the document is evaluated in full again and its cache refilled.
     """
     size = cache_topics.shape[1]
-    scratch = evaluation_scratch(row_constants, doc_indptr)
+    longest = longest_document(doc_indptr, 0, len(doc_indptr) - 1)
+    scratch = evaluation_scratch(row_constants, longest)
     top_t = np.empty(size + 1, dtype=np.int64)
     top_g = np.empty(size + 1, dtype=np.float64)
     entries = 0
@@ -941,8 +943,9 @@ def top_gains_per_document(
     top_gains = np.empty((n_docs, top_size), dtype=np.float64)
     entries = np.zeros(n_docs, dtype=np.int64)
     n_chunks = min(n_chunks, max(n_docs, 1))
+    longest = longest_document(doc_indptr, 0, n_docs)
     for chunk in nb.prange(n_chunks):
-        scratch = evaluation_scratch(row_constants, doc_indptr)
+        scratch = evaluation_scratch(row_constants, longest)
         for d in range(chunk, n_docs, n_chunks):
             _exclude_csr(d, doc_link_indptr, doc_link_topics, scratch[3], True)
             entries[d] = document_top_topics(
@@ -970,17 +973,19 @@ def threshold_round(
     whose every conditional gain reaches the threshold. Documents never interact, so no topic of
     one document changes another's gain. ``best`` and the top-gain cache are updated in place for
     the accepted prefixes; returns the accepted topics, their conditional gains (rows padded with
-    -1 / -inf) and the evaluations made per document (single-topic queries and the full
-    evaluation that refills the cache).
+    -1 / -inf), and per document the full evaluations (the one that refills its cache) and the
+    single-topic gains evaluated.
     """
     n_docs = len(doc_indptr) - 1
     top_size = top_topics.shape[1]
     accepted_topics = np.full((n_docs, max_accept), -1, dtype=np.int64)
     accepted_gains = np.full((n_docs, max_accept), -np.inf, dtype=np.float64)
     evaluations = np.zeros(n_docs, dtype=np.int64)
+    topic_evaluations = np.zeros(n_docs, dtype=np.int64)
     n_chunks = min(n_chunks, max(n_docs, 1))
+    longest = longest_document(doc_indptr, 0, n_docs)
     for chunk in nb.prange(n_chunks):
-        scratch = evaluation_scratch(row_constants, doc_indptr)
+        scratch = evaluation_scratch(row_constants, longest)
         sequence = np.empty(top_size, dtype=np.int64)
         for d in range(chunk, n_docs, n_chunks):
             if not top_gains[d, 0] >= threshold:
@@ -997,7 +1002,7 @@ def threshold_round(
                         d, sequence[j], m, doc_indptr, doc_words, doc_counts, best,
                         row_constants, row_indptr, row_words, row_values, scratch,
                     )
-                    evaluations[d] += 1
+                    topic_evaluations[d] += 1
                 if not condition >= threshold:
                     break
                 t = sequence[j]
@@ -1015,7 +1020,7 @@ def threshold_round(
             _exclude_csr(d, doc_link_indptr, doc_link_topics, excluded, False)
             _exclude_listed(accepted_topics[d], excluded, False)
             evaluations[d] += 1
-    return accepted_topics, accepted_gains, evaluations
+    return accepted_topics, accepted_gains, evaluations, topic_evaluations
 
 
 @nb.njit(**_PARALLEL)
@@ -1033,8 +1038,9 @@ def independent_links(
     out_gains = np.full((n_docs, topics_per_document), -np.inf, dtype=np.float64)
     best = np.full(len(doc_words), null_score)
     n_chunks = min(n_chunks, max(n_docs, 1))
+    longest = longest_document(doc_indptr, 0, n_docs)
     for chunk in nb.prange(n_chunks):
-        scratch = evaluation_scratch(row_constants, doc_indptr)
+        scratch = evaluation_scratch(row_constants, longest)
         top_t = np.empty(1, dtype=np.int64)
         top_g = np.empty(1, dtype=np.float64)
         for d in range(chunk, n_docs, n_chunks):

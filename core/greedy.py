@@ -31,18 +31,13 @@ logger = logging.getLogger(__name__)
 #: Greedy iterations between two progress reports.
 PROGRESS_EVERY = 2000
 
-#: FastInitialize's first round reads every stored entry of every document's words. The most
-#: costly words (documents x column entries) can go through a float32 BLAS product instead,
-#: which costs, in column entries read: PRODUCT_OUTPUT_COST per product entry (documents x
-#: topics, written and read back) plus PRODUCT_MULTIPLY_ADD_COST per multiply-add. Words are
-#: taken most costly first, as many as save the most (none if nothing is saved). Measured on
-#: this machine (2 cores): congress takes about 1,400 words and its first round halves; the
-#: synthetic |V| = 10^5 corpus takes none (its product would be 10^5 topics wide for 49 words).
-PRODUCT_MULTIPLY_ADD_COST = 1 / 256
-PRODUCT_OUTPUT_COST = 1 / 4
-MAX_DENSE_WORDS = 2048
-#: Size of one block of dense first-round gains (documents x topics, float32).
-DENSE_BLOCK_BYTES = 32 * 2**20
+#: FastInitialize's first round reads every stored entry of every document's words, each an
+#: update of a scattered topic. A word whose column holds more than DENSE_ROW_FRACTION of the
+#: topics instead adds a dense float32 row over all topics, a vectorised pass that costs less
+#: per topic (measured on congress: one row pass ~ 1/10 of a scan of the same length). Rows are
+#: taken by the work they save, most first, within DENSE_ROWS_BYTES.
+DENSE_ROW_FRACTION = 1 / 8
+DENSE_ROWS_BYTES = 64 * 2**20
 #: Topics each document keeps in its cache of next-best gains (FastGreedy's lazy re-evaluation).
 CACHED_TOPICS = 8
 
@@ -53,79 +48,29 @@ def first_round(docs: DocumentArrays, candidates: Candidates, best: np.ndarray):
     Returns (topics, gains, entries read). ``best`` holds every token at the null score.
     """
     col_indptr, col_topics, col_values = candidates.columns
-    n_topics, n_docs = candidates.n_topics, docs.n_documents
-    dense_words, is_dense_word = _dense_words(docs, candidates)
-    if not len(dense_words):
-        no_dense = np.zeros((n_docs, 0), dtype=np.float32)
-        topics, gains, entries = _kernels.first_round_best_topics(
-            0, n_docs, no_dense, np.zeros(n_docs), is_dense_word, docs.indptr, docs.words, docs.counts, best,
-            candidates.row_constants, col_indptr, col_topics, col_values,
-            candidates.indptr, candidates.indices, candidates.values, numba.get_num_threads(),
-        )
-        return topics, gains, int(entries.sum())
-    dense_scores, largest = _kernels.dense_first_round_scores(
+    dense_words = _dense_words(docs, candidates)
+    dense_rows, largest = _kernels.dense_first_round_rows(
         col_indptr, col_topics, col_values, candidates.row_constants, dense_words, NULL_TOPIC_LOG_SCORE
     )
-    dense_column = np.full(candidates.n_words, -1, dtype=np.int64)
-    dense_column[dense_words] = np.arange(len(dense_words))
-    block = max(1, DENSE_BLOCK_BYTES // (4 * n_topics))
-    topics, gains, entries = [], [], 0
-    for d0 in range(0, n_docs, block):
-        d1 = min(n_docs, d0 + block)
-        counts = _dense_counts(docs, d0, d1, dense_column, len(dense_words))
-        dense_gains = counts @ dense_scores.T
-        dense_error = _product_error_bound(counts, largest)
-        block_topics, block_gains, block_entries = _kernels.first_round_best_topics(
-            d0, d1 - d0, dense_gains, dense_error, is_dense_word, docs.indptr, docs.words, docs.counts, best,
-            candidates.row_constants, col_indptr, col_topics, col_values,
-            candidates.indptr, candidates.indices, candidates.values, numba.get_num_threads(),
-        )
-        topics.append(block_topics)
-        gains.append(block_gains)
-        entries += int(block_entries.sum())
-    logger.debug("first round: %d of %d words through BLAS", len(dense_words), candidates.n_words)
-    return np.concatenate(topics), np.concatenate(gains), entries
-
-
-def _dense_counts(docs: DocumentArrays, d0: int, d1: int, dense_column: np.ndarray, n_dense: int) -> np.ndarray:
-    """Counts of documents d0 .. d1 - 1 (rows) over the ``n_dense`` dense words (column
-    ``dense_column[word]``; -1: not dense), as a dense float32 matrix for the BLAS product
-    (counts below 2^24 are exact in float32)."""
-    slots = slice(docs.indptr[d0], docs.indptr[d1])
-    columns = dense_column[docs.words[slots]]
-    rows = np.repeat(np.arange(d1 - d0), np.diff(docs.indptr[d0 : d1 + 1]))
-    kept = columns >= 0
-    block = np.zeros((d1 - d0, n_dense), dtype=np.float32)
-    block[rows[kept], columns[kept]] = docs.counts[slots][kept]  # one slot per (document, word)
-    return block
-
-
-def _product_error_bound(counts: np.ndarray, largest: np.ndarray) -> np.ndarray:
-    """Per row, a bound on the rounding error of ``counts @ scores`` in float32 (any summation
-    order) when every score of column h is at most ``largest[h]``: (terms + 2) u sum |n s|, with
-    u = 2^-24 (the scores' own rounding to float32, the products', the sum's; Higham, Accuracy
-    and Stability of Numerical Algorithms, §3.1), with a margin."""
-    terms = np.count_nonzero(counts, axis=1)
-    magnitude = counts.astype(np.float64) @ largest
-    return 1.01 * (terms + 2) * 2.0**-24 * magnitude
-
-
-def _dense_words(docs: DocumentArrays, candidates: Candidates):
-    """The words whose first-round gains go through the dense product (most costly first), and
-    a mask of them over the vocabulary (see :data:`PRODUCT_OUTPUT_COST`)."""
-    col_indptr = candidates.columns[0]
-    n_words = candidates.n_words
-    cost = np.bincount(docs.words, minlength=n_words) * np.diff(col_indptr)
-    ranked = np.argsort(-cost, kind="stable")[:MAX_DENSE_WORDS]
-    outputs = float(candidates.n_topics) * docs.n_documents
-    saved = np.cumsum(cost[ranked], dtype=np.float64) - outputs * (
-        PRODUCT_OUTPUT_COST + PRODUCT_MULTIPLY_ADD_COST * np.arange(1, len(ranked) + 1)
+    dense_row_of_word = np.full(candidates.n_words, -1, dtype=np.int64)
+    dense_row_of_word[dense_words] = np.arange(len(dense_words))
+    topics, gains, entries = _kernels.first_round_best_topics(
+        dense_rows, largest, dense_row_of_word, docs.indptr, docs.words, docs.counts, best,
+        candidates.row_constants, col_indptr, col_topics, col_values,
+        candidates.indptr, candidates.indices, candidates.values, numba.get_num_threads(),
     )
-    taken = int(np.argmax(saved)) + 1 if len(saved) and saved.max() > 0 else 0
-    dense_words = np.sort(ranked[:taken]) if taken else np.zeros(0, dtype=np.int64)
-    is_dense_word = np.zeros(n_words, dtype=np.bool_)
-    is_dense_word[dense_words] = True
-    return dense_words, is_dense_word
+    logger.debug("first round: %d of %d words as dense rows", len(dense_words), candidates.n_words)
+    return topics, gains, int(entries.sum())
+
+
+def _dense_words(docs: DocumentArrays, candidates: Candidates) -> np.ndarray:
+    """The words whose first-round gains come from dense rows (see :data:`DENSE_ROW_FRACTION`):
+    by the scan work they save, most first, as many as DENSE_ROWS_BYTES holds; ascending ids."""
+    n_topics = candidates.n_topics
+    column_lengths = np.diff(candidates.columns[0])
+    saved = np.bincount(docs.words, minlength=candidates.n_words) * (column_lengths - DENSE_ROW_FRACTION * n_topics)
+    ranked = np.argsort(-saved, kind="stable")[: max(0, DENSE_ROWS_BYTES // (4 * max(n_topics, 1)))]
+    return np.sort(ranked[saved[ranked] > 0]).astype(np.int64)
 
 
 @dataclass

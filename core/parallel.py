@@ -22,7 +22,8 @@ Submodular Maximization", ICML 2020). Which of FAST's steps each part implements
   broken by the seeded random generator (FAST: the random sequence is cut at k - |S|).
 
 Rounds and gain evaluations are counted: FastInitialize is 2 rounds (first topics; second-topic
-gains), then one round per threshold step. A gain evaluation is one (document, topic) gain.
+gains), then one round per threshold step. A gain evaluation is one (document, topic) gain: a full
+evaluation of a document counts every topic, a sequence element's conditional gain one.
 
 Execution is by document shards through an executor (``run(function, *args)`` on every shard,
 with shard state kept where the shard lives): :class:`LocalShards` in this process, or
@@ -89,6 +90,7 @@ class RoundSummary:
     prefix_gains: np.ndarray  # running minimum of the gains along each document's prefix
     max_gain: float  # largest cached gain left in the shard
     evaluations: int  # full document evaluations made in this round
+    topic_evaluations: int = 0  # gains of one topic on one document (the sequences' conditional gains)
     seconds: float = 0.0
     cpu_seconds: float = 0.0  # CPU time of the shard's process in the round (wall time less waiting for a core)
 
@@ -157,7 +159,7 @@ def threshold_shard(candidates: Candidates, shard: Shard, state: ShardState, thr
     """One adaptive round on a shard at ``threshold`` (see :func:`_kernels.threshold_round`)."""
     started, cpu_started = time.perf_counter(), time.process_time()
     docs = shard.docs
-    accepted_topics, accepted_gains, evaluations = _kernels.threshold_round(
+    accepted_topics, accepted_gains, evaluations, topic_evaluations = _kernels.threshold_round(
         threshold, max_sequence, docs.indptr, docs.words, docs.counts, state.best, candidates.n_topics,
         candidates.row_constants, candidates.constants_descending, *candidates.columns,
         candidates.indptr, candidates.indices, candidates.values,
@@ -168,7 +170,7 @@ def threshold_shard(candidates: Candidates, shard: Shard, state: ShardState, thr
     gains = accepted_gains[local_docs, positions]
     prefix = np.minimum.accumulate(np.where(accepted_topics >= 0, accepted_gains, np.inf), axis=1)
     _merge_links(state, local_docs, topics)
-    state.evaluations += int(evaluations.sum())
+    state.evaluations += int(evaluations.sum()) + int(topic_evaluations.sum())
     summary = RoundSummary(
         documents=shard.documents[local_docs],
         topics=topics,
@@ -176,6 +178,7 @@ def threshold_shard(candidates: Candidates, shard: Shard, state: ShardState, thr
         prefix_gains=prefix[local_docs, positions],
         max_gain=float(state.top_gains[:, 0].max()) if docs.n_documents else -math.inf,
         evaluations=int(evaluations.sum()),
+        topic_evaluations=int(topic_evaluations.sum()),
         seconds=time.perf_counter() - started,
         cpu_seconds=time.process_time() - cpu_started,
     )
@@ -303,6 +306,7 @@ class ParallelRun:
 
     adaptive_rounds: int = 0
     document_evaluations: int = 0
+    topic_evaluations: int = 0
     thresholds: list = field(default_factory=list)
     links_per_round: list = field(default_factory=list)
     recovered_shards: int = 0
@@ -348,6 +352,7 @@ class Ledger:
         gains = np.concatenate([s.gains for s in summaries]).astype(np.float64)
         prefix = np.concatenate([s.prefix_gains for s in summaries]).astype(np.float64)
         run.document_evaluations += sum(s.evaluations for s in summaries)
+        run.topic_evaluations += sum(s.topic_evaluations for s in summaries)
         run.shard_seconds += max(s.seconds for s in summaries)
         run.shard_cpu_seconds += max(s.cpu_seconds for s in summaries)
         if cut is not None:
@@ -502,7 +507,8 @@ def _pack_solution(corpus, candidates, kappa, ledger: Ledger, run: ParallelRun, 
     stats = {
         **stats,
         "adaptive_rounds": run.adaptive_rounds, "document_evaluations": run.document_evaluations,
-        "gain_evaluations": run.document_evaluations * candidates.n_topics,
+        "topic_evaluations": run.topic_evaluations,
+        "gain_evaluations": run.document_evaluations * candidates.n_topics + run.topic_evaluations,
         "recovered_shards": run.recovered_shards, "optimise_seconds": time.perf_counter() - started,
     }
     solution = solution_from_links(

@@ -466,18 +466,15 @@ def test_result_does_not_depend_on_the_number_of_threads():
         np.testing.assert_array_equal(again.links, many.links)
 
 
-@pytest.mark.parametrize(
-    "product_costs", [(1e12, 0.0), None, (0.0, -1.0)], ids=["all_sparse", "default", "all_dense"]
-)
+@pytest.mark.parametrize("row_fraction", [1e12, None, -1.0], ids=["all_scans", "default", "all_rows"])
 @pytest.mark.parametrize("seed", range(8))
-def test_first_round_dense_and_sparse_paths_agree_with_naive(seed, product_costs, monkeypatch):
-    """FastInitialize's first round sends costly words through a float32 BLAS product and the
-    rest through column scans; whichever way each word goes, the links match the naive greedy."""
+def test_first_round_dense_rows_and_scans_agree_with_naive(seed, row_fraction, monkeypatch):
+    """FastInitialize's first round adds frequent words as float32 dense rows and scans the other
+    words' columns; whichever way each word goes, the links match the naive greedy."""
     from topicbench.core import greedy
 
-    if product_costs is not None:
-        monkeypatch.setattr(greedy, "PRODUCT_OUTPUT_COST", product_costs[0])
-        monkeypatch.setattr(greedy, "PRODUCT_MULTIPLY_ADD_COST", product_costs[1])
+    if row_fraction is not None:
+        monkeypatch.setattr(greedy, "DENSE_ROW_FRACTION", row_fraction)
     rng = np.random.default_rng([seed, 7])
     n_words = int(rng.integers(8, 41))
     words = [f"w{i:02d}" for i in range(n_words)]

@@ -46,7 +46,7 @@ def oracle_gains(L, docs, best, d):
 
 def evaluate(kind, candidates, docs, best, d, size, excluded=()):
     indptr, words, counts = docs
-    scratch = _kernels.evaluation_scratch(candidates.row_constants, indptr)
+    scratch = _kernels.evaluation_scratch(candidates.row_constants, _kernels.longest_document(indptr, 0, len(indptr) - 1))
     scratch[3][list(excluded)] = True
     top_t = np.empty(size, dtype=np.int64)
     top_g = np.empty(size, dtype=np.float64)
@@ -92,7 +92,7 @@ def test_one_topics_gain_is_the_full_evaluations_float(seed):
     rng = np.random.default_rng([seed, 11])
     L, candidates, docs, best = random_instance(rng, 15, 20, 10)
     indptr, words, counts = docs
-    scratch = _kernels.evaluation_scratch(candidates.row_constants, indptr)
+    scratch = _kernels.evaluation_scratch(candidates.row_constants, _kernels.longest_document(indptr, 0, len(indptr) - 1))
     for d in range(10):
         _, all_gains = evaluate("dense", candidates, docs, best, d, candidates.n_topics)
         topics, _ = evaluate("dense", candidates, docs, best, d, candidates.n_topics)
@@ -116,3 +116,26 @@ def test_documents_whose_every_topic_gains_nothing_take_the_lowest_ids():
         topics, gains = evaluate(kind, candidates, docs, best, 0, 3, excluded=[0])
         np.testing.assert_array_equal(topics, [1, 2, 3])
         np.testing.assert_array_equal(gains, [0.0, 0.0, 0.0])
+
+
+def test_first_round_resolves_gains_closer_than_float32_rounding(monkeypatch):
+    """Dense rows are float32, which cannot tell topics 0 and 1 apart here (their scores differ
+    by 1e-9 on one word); the exact check after the approximate pass must: documents with that
+    word take topic 1, the others tie and take the lower id, topic 0."""
+    from topicbench.core import greedy
+    from topicbench.core.preprocess import corpus_from_token_lists
+    from topicbench.core.greedy import fast_greedy
+
+    monkeypatch.setattr(greedy, "DENSE_ROW_FRACTION", -1.0)  # every word through a dense row
+    rng = np.random.default_rng(5)
+    words = [f"w{i}" for i in range(12)]
+    L = rng.uniform(-6.0, -1.0, size=(4, 12))
+    L[1] = L[0]
+    L[1, 3] += 1e-9
+    L[2:] -= 3.0  # clearly worse topics
+    documents = [list(rng.choice(words, size=6)) for _ in range(30)]
+    corpus = corpus_from_token_lists(documents, vocabulary=words)
+    solution = fast_greedy(corpus, topic_matrix_candidates(L, vocabulary=corpus.vocabulary), 1)
+    has_word = np.array(["w3" in doc for doc in documents])
+    assert has_word.any() and not has_word.all()
+    np.testing.assert_array_equal(solution.links[:, 1], np.where(has_word, 1, 0))

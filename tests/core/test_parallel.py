@@ -54,7 +54,8 @@ def test_parallel_solution_is_valid(seed, source):
     # the gains recorded are the true marginal gains: F recomputed from the links = the trace
     assert solution.objective_trace[-1] == pytest.approx(solution.log_posterior, rel=1e-9)
     assert solution.stats["adaptive_rounds"] == 2 + len(solution.stats["thresholds"])
-    assert solution.stats["gain_evaluations"] == solution.stats["document_evaluations"] * candidates.n_topics
+    stats = solution.stats
+    assert stats["gain_evaluations"] == stats["document_evaluations"] * candidates.n_topics + stats["topic_evaluations"]
 
 
 @pytest.mark.parametrize("epsilon", [0.3, 0.1])
