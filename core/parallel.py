@@ -286,16 +286,22 @@ class Borrowed:
 
 
 def split_shards(docs: DocumentArrays, n_shards: int) -> list[Shard]:
-    """Documents dealt round-robin into ``n_shards`` shards.
+    """Documents dealt into ``n_shards`` shards, longest first, in snake order (0, 1, .., n-1,
+    n-1, .., 0, 0, ..), each shard keeping its documents in id order.
 
     Corpora are often ordered (by class, source or date), so contiguous ranges can differ a lot in
-    work; dealing documents out spreads every round's active documents evenly. The result does not
-    depend on the split: each round's links are ordered by prefix gain, then document id.
+    work; dealing documents out spreads every round's active documents evenly, and dealing them by
+    length gives each shard the same mix of long and short ones (a document's evaluation costs in
+    proportion to its words). The result does not depend on the split: each round's links are
+    ordered by prefix gain, then document id.
     """
     n_shards = max(1, min(n_shards, docs.n_documents))
+    by_length = np.lexsort((np.arange(docs.n_documents), -np.diff(docs.indptr)))
+    lane = np.arange(docs.n_documents) % (2 * n_shards)
+    lane = np.where(lane < n_shards, lane, 2 * n_shards - 1 - lane)
     shards = []
     for i in range(n_shards):
-        documents = np.arange(i, docs.n_documents, n_shards, dtype=np.int64)
+        documents = np.sort(by_length[lane == i]).astype(np.int64)
         shards.append(Shard(documents=documents, docs=docs.take(documents)))
     return shards
 

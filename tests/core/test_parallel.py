@@ -259,7 +259,7 @@ def test_mapped_candidates_round_trip_through_pickle(tmp_path):
     assert len(pickle.dumps(handle)) < 10_000  # a handle, not the arrays
 
 
-def test_round_robin_shards_hold_every_document_once():
+def test_shards_hold_every_document_once_and_the_same_mix_of_lengths():
     from topicbench.core.solution import DocumentArrays
     from topicbench.core.parallel import split_shards
 
@@ -273,6 +273,10 @@ def test_round_robin_shards_hold_every_document_once():
             whole = slice(docs.indptr[document], docs.indptr[document + 1])
             np.testing.assert_array_equal(shard.docs.words[span], docs.words[whole])
             np.testing.assert_array_equal(shard.docs.counts[span], docs.counts[whole])
+    # dealt longest first in snake order: the shards' total lengths differ by at most the longest document
+    lengths = [int(np.diff(s.docs.indptr).sum()) for s in shards]
+    assert max(lengths) - min(lengths) <= int(np.diff(docs.indptr).max())
+    assert all(np.all(np.diff(s.documents) > 0) for s in shards)  # each in id order
 
 
 @pytest.mark.slow
