@@ -4,7 +4,7 @@ Candidate topics are stored as ``L[t, v] = row_constant[t]`` except at stored en
 (``L[t, v] > row_constant[t]``), kept twice: row-major (word ids sorted, for look-ups) and
 column-major with each column sorted by value, high to low (for pruned gain scans). A gain scan
 of word v stops at the first entry whose value does not beat the token's current best score,
-so after a document's first link almost nothing is read (spec §2-3).
+so after a document's first link most of each column is skipped (spec §2-3).
 """
 
 from __future__ import annotations
@@ -441,9 +441,10 @@ def offer(t, g, top_t, top_g):
 
 
 #: A document is evaluated sparsely (reached topics only) when the entries its words' columns
-#: hold, times this, are fewer than the topics; otherwise every topic's gain is filled in, which
-#: costs less per topic than keeping the list of reached ones. Congress (13,857 topics, long
-#: columns) goes dense; the synthetic |V| = 10^5 corpus (short documents) sparse.
+#: hold, times this, are fewer than the topics; otherwise every topic's gain is filled in.
+#: Measured on the synthetic |V| = 10^5 corpus: keeping the list of reached topics costs about
+#: 9 ns per entry read, filling in costs about 3 ns per entry plus a pass over the topics, so
+#: sparse pays for short documents of rare words; congress's documents all go dense.
 SPARSE_ADVANTAGE = 4
 
 
