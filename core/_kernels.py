@@ -9,6 +9,8 @@ so after a document's first link most of each column is skipped (spec §2-3).
 
 from __future__ import annotations
 
+from collections import namedtuple
+
 import numba as nb
 import numpy as np
 
@@ -244,51 +246,15 @@ def topic_value(t, v, row_constants, row_indptr, row_words, row_values):
 
 
 @nb.njit(**_SERIAL)
-def base_gains(d, doc_indptr, doc_counts, best, row_constants, constants_desc, gains):
-    """Fill ``gains[t]`` with base(row_constant[t]), base(c) = sum_j n_j max(0, c - b_j): every
-    word of document d scored at the topic's row constant."""
-    start, stop = doc_indptr[d], doc_indptr[d + 1]
-    m = stop - start
-    gains[:] = 0.0
-    # Topics whose constant beats the lowest best score, c high to low:
-    # base(c) = c * N(c) - S(c), N and S summing n_j and n_j b_j over b_j < c.
-    order = np.argsort(best[start:stop])
-    lowest = best[start + order[0]]
-    total_n = 0.0
-    total_nb = 0.0
-    for j in range(m):
-        total_n += doc_counts[start + j]
-        total_nb += doc_counts[start + j] * best[start + j]
-    pointer = m - 1  # words with b below c are order[0..pointer]
-    n_below = total_n
-    nb_below = total_nb
-    for r in range(len(constants_desc)):
-        t = constants_desc[r]
-        c = row_constants[t]
-        if c <= lowest:
-            break
-        while pointer >= 0 and best[start + order[pointer]] >= c:
-            j = start + order[pointer]
-            n_below -= doc_counts[j]
-            nb_below -= doc_counts[j] * best[j]
-            pointer -= 1
-        gains[t] = c * n_below - nb_below
-
-
-@nb.njit(**_SERIAL)
 def column_corrections(
-    d, doc_indptr, doc_words, doc_counts, best, row_constants,
-    col_indptr, col_topics, col_values, skip_word, gains,
+    d, doc_indptr, doc_words, doc_counts, best, row_constants, col_indptr, col_topics, col_values, gains,
 ):
-    """Add, for each stored entry that beats b_j, n_j ((L - b_j) - max(0, c_t - b_j)) to
-    ``gains``; words with ``skip_word[v]`` (if that array is not empty) are left out. Each column
-    scan stops at the first entry <= b_j. Returns the entries read."""
+    """Add, for each stored entry that beats b_j, n_j (L - max(c_t, b_j)) to ``gains``: what the
+    entry adds to the topic's base. Each column scan stops at the first entry <= b_j. Returns the
+    entries read."""
     entries = 0
-    skipping = len(skip_word) > 0
     for j in range(doc_indptr[d], doc_indptr[d + 1]):
         v = doc_words[j]
-        if skipping and skip_word[v]:
-            continue
         b = best[j]
         n = doc_counts[j]
         for p in range(col_indptr[v], col_indptr[v + 1]):
@@ -296,11 +262,7 @@ def column_corrections(
             if value <= b:
                 break
             t = col_topics[p]
-            c = row_constants[t]
-            if c > b:
-                gains[t] += n * (value - c)
-            else:
-                gains[t] += n * (value - b)
+            gains[t] += n * (value - max(row_constants[t], b))
             entries += 1
     return entries
 
@@ -336,25 +298,26 @@ def longest_document(doc_indptr, first, stop):
     return longest
 
 
+#: Per-thread work arrays of an evaluation. ``reached``: per topic (row constant, gain so far),
+#: NaN gain while not reached (a sparse scan jumps between topics, so both share a cache line);
+#: ``reached_list`` the topics reached, to read and reset; ``excluded`` topics left out of the
+#: result; ``sorted_b``, ``below_n``, ``below_nb`` a document's base (:func:`document_base`).
+EvaluationScratch = namedtuple(
+    "EvaluationScratch", "gains reached reached_list excluded sorted_b below_n below_nb"
+)
+
+
 @nb.njit(**_SERIAL)
 def evaluation_scratch(row_constants, longest):
-    """Per-thread work arrays of an evaluation: (gains, per topic (row constant, evaluation
-    stamp, slot), reached topics by slot, excluded, sorted best scores, count below, weighted sum
-    below, reached gains by slot, evaluation counter). A sparse scan jumps between topics: a
-    topic's constant, stamp and slot share a cache line, and its gain sits in a slot taken in
-    the order topics are reached, so the passes after the scan read slots in order and nothing
-    needs resetting (a stamp other than the evaluation's own means not reached)."""
+    """Work arrays for evaluating documents of up to ``longest`` words over these topics."""
     n_topics = len(row_constants)
-    work = np.empty((n_topics, 3), dtype=np.float64)
-    work[:, 0] = row_constants
-    work[:, 1] = -1.0
-    work[:, 2] = 0.0
-    return (
-        np.empty(n_topics, dtype=np.float64), work,
-        np.empty(n_topics, dtype=np.int64), np.zeros(n_topics, dtype=np.bool_),
+    reached = np.empty((n_topics, 2), dtype=np.float64)
+    reached[:, 0] = row_constants
+    reached[:, 1] = np.nan
+    return EvaluationScratch(
+        np.empty(n_topics, dtype=np.float64), reached, np.empty(n_topics, dtype=np.int64),
+        np.zeros(n_topics, dtype=np.bool_), np.empty(longest + 1, dtype=np.float64),
         np.empty(longest + 1, dtype=np.float64), np.empty(longest + 1, dtype=np.float64),
-        np.empty(longest + 1, dtype=np.float64), np.empty(n_topics, dtype=np.float64),
-        np.zeros(1, dtype=np.float64),
     )
 
 
@@ -362,8 +325,8 @@ def evaluation_scratch(row_constants, longest):
 def document_base(d, doc_indptr, doc_counts, best, scratch):
     """Make base(c) = sum_j n_j max(0, c - b_j) of document d readable for any c (:func:`base_gain`):
     its best scores sorted, and for each k the count and weighted sum of the words below the k-th.
-    The sums remove words from the totals highest first, as base_gains does. Returns m."""
-    sorted_b, below_n, below_nb = scratch[4], scratch[5], scratch[6]
+    The sums remove words from the totals highest first. Returns m."""
+    sorted_b, below_n, below_nb = scratch.sorted_b, scratch.below_n, scratch.below_nb
     start, stop = doc_indptr[d], doc_indptr[d + 1]
     m = stop - start
     order = np.argsort(best[start:stop])
@@ -385,7 +348,7 @@ def document_base(d, doc_indptr, doc_counts, best, scratch):
 @nb.njit(**_SERIAL)
 def base_gain(c, m, scratch):
     """base(c) of the document last prepared by :func:`document_base` (0 at or below its lowest score)."""
-    sorted_b, below_n, below_nb = scratch[4], scratch[5], scratch[6]
+    sorted_b, below_n, below_nb = scratch.sorted_b, scratch.below_n, scratch.below_nb
     if m == 0 or c <= sorted_b[0]:
         return 0.0
     if c > sorted_b[m - 1]:  # above every best score (every score is null before the first link)
@@ -402,6 +365,25 @@ def base_gain(c, m, scratch):
 
 
 @nb.njit(**_SERIAL)
+def base_gains(d, doc_indptr, doc_counts, best, row_constants, constants_desc, scratch, gains):
+    """Fill ``gains[t]`` with base(row_constant[t]) for every topic: :func:`base_gain`'s values,
+    in one walk down the constants (high to low) instead of a search per topic. Returns m."""
+    m = document_base(d, doc_indptr, doc_counts, best, scratch)
+    sorted_b, below_n, below_nb = scratch.sorted_b, scratch.below_n, scratch.below_nb
+    gains[:] = 0.0
+    k = m  # words from k on have b >= c
+    for r in range(len(constants_desc)):
+        t = constants_desc[r]
+        c = row_constants[t]
+        if m == 0 or c <= sorted_b[0]:
+            break
+        while k > 0 and sorted_b[k - 1] >= c:
+            k -= 1
+        gains[t] = c * below_n[k] - below_nb[k]
+    return m
+
+
+@nb.njit(**_SERIAL)
 def topic_gain(
     d, t, m, doc_indptr, doc_words, doc_counts, best,
     row_constants, row_indptr, row_words, row_values, scratch,
@@ -413,10 +395,7 @@ def topic_gain(
         value = topic_value(t, doc_words[j], row_constants, row_indptr, row_words, row_values)
         b = best[j]
         if value > b and value > c:  # a stored entry that beats the word's best score
-            if c > b:
-                g += doc_counts[j] * (value - c)
-            else:
-                g += doc_counts[j] * (value - b)
+            g += doc_counts[j] * (value - max(c, b))
     return g
 
 
@@ -477,11 +456,10 @@ def dense_top_topics(
     """:func:`document_top_topics` by filling in every topic's gain."""
     top_t[:] = -1
     top_g[:] = -np.inf
-    gains, excluded = scratch[0], scratch[3]
-    base_gains(d, doc_indptr, doc_counts, best, row_constants, constants_desc, gains)
+    gains, excluded = scratch.gains, scratch.excluded
+    base_gains(d, doc_indptr, doc_counts, best, row_constants, constants_desc, scratch, gains)
     entries = column_corrections(
-        d, doc_indptr, doc_words, doc_counts, best, row_constants,
-        col_indptr, col_topics, col_values, np.zeros(0, dtype=np.bool_), gains,
+        d, doc_indptr, doc_words, doc_counts, best, row_constants, col_indptr, col_topics, col_values, gains,
     )
     last = len(top_t) - 1
     for t in range(len(gains)):
@@ -501,9 +479,7 @@ def sparse_top_topics(
     exactly 0 (lowest ids first)."""
     top_t[:] = -1
     top_g[:] = -np.inf
-    work, reached_list, excluded, reached_gains, counter = scratch[1], scratch[2], scratch[3], scratch[7], scratch[8]
-    counter[0] += 1.0
-    stamp = counter[0]
+    reached, reached_list, excluded = scratch.reached, scratch.reached_list, scratch.excluded
     m = document_base(d, doc_indptr, doc_counts, best, scratch)
     n_reached = 0
     entries = 0
@@ -516,25 +492,20 @@ def sparse_top_topics(
             if value <= b:
                 break
             t = col_topics[p]
-            c = work[t, 0]
-            if work[t, 1] != stamp:  # first reached in this evaluation
-                work[t, 1] = stamp
-                work[t, 2] = n_reached
+            c = reached[t, 0]
+            g = reached[t, 1]
+            if g != g:  # NaN: first reached in this evaluation
                 reached_list[n_reached] = t
-                reached_gains[n_reached] = base_gain(c, m, scratch)
                 n_reached += 1
-            slot = int(work[t, 2])
-            if c > b:
-                reached_gains[slot] += n * (value - c)
-            else:
-                reached_gains[slot] += n * (value - b)
+                g = base_gain(c, m, scratch)
+            reached[t, 1] = g + n * (value - max(c, b))
             entries += 1
     for i in range(n_reached):
         t = reached_list[i]
         if not excluded[t]:
-            offer(t, reached_gains[i], top_t, top_g)
+            offer(t, reached[t, 1], top_t, top_g)
     last = len(top_t) - 1
-    lowest = scratch[4][0] if m > 0 else np.inf
+    lowest = scratch.sorted_b[0] if m > 0 else np.inf
     for r in range(len(constants_desc)):
         t = constants_desc[r]
         c = row_constants[t]
@@ -543,16 +514,18 @@ def sparse_top_topics(
         g = base_gain(c, m, scratch)
         if top_t[last] >= 0 and g < top_g[last]:
             break  # a topic not reached further on gains its base, which only falls from here
-        if work[t, 1] == stamp or excluded[t]:  # reached (scored above), or left out
+        if reached[t, 1] == reached[t, 1] or excluded[t]:  # reached (scored above), or left out
             continue
         offer(t, g, top_t, top_g)
     if top_t[last] < 0 or top_g[last] <= 0.0:
         for t in range(len(row_constants)):
             if top_t[last] >= 0 and (top_g[last] > 0.0 or (top_g[last] == 0.0 and t > top_t[last])):
                 break
-            if work[t, 1] == stamp or excluded[t] or row_constants[t] > lowest:
+            if reached[t, 1] == reached[t, 1] or excluded[t] or row_constants[t] > lowest:
                 continue
             offer(t, 0.0, top_t, top_g)
+    for i in range(n_reached):
+        reached[reached_list[i], 1] = np.nan
     return entries
 
 
@@ -567,6 +540,7 @@ def _exclude_linked(d, excluded, flag, doc_head, link_topics, link_next):
 
 @nb.njit(**_SERIAL)
 def _exclude_listed(topics, excluded, flag):
+    """Flag (or unflag) the listed topics; -1 entries (padding) are skipped."""
     for t in topics:
         if t >= 0:
             excluded[t] = flag
@@ -587,8 +561,7 @@ def dense_first_round_rows(col_indptr, col_topics, col_values, row_constants, de
             if value <= null_score:
                 break
             t = col_topics[p]
-            c = row_constants[t]
-            score = value - c if c > null_score else value - null_score
+            score = value - max(row_constants[t], null_score)
             rows[h, t] = score
             largest[h] = max(largest[h], score)
     return rows, largest
@@ -648,8 +621,7 @@ def first_round_best_topics(
                     if value <= b:
                         break
                     t = col_topics[p]
-                    c = row_constants[t]
-                    corrections[t] += count * (value - c) if c > b else count * (value - b)
+                    corrections[t] += count * (value - max(row_constants[t], b))
                     read += 1
             entries[d] = read
             error *= 2.0 * FLOAT32_ROUNDOFF * 1.01
@@ -738,7 +710,7 @@ def _refill_cache(
 ):
     """A full evaluation of document d at its links: its len(top_t) - 1 best topics go to its
     cache; the next one's gain bounds every topic left out. Returns entries read."""
-    excluded = scratch[3]
+    excluded = scratch.excluded
     _exclude_linked(d, excluded, True, doc_head, link_topics, link_next)
     entries = document_top_topics(
         d, doc_indptr, doc_words, doc_counts, best,
@@ -759,7 +731,7 @@ def _refill_cache(
 
 @nb.njit(**_PARALLEL)
 def second_topics(
-    doc_indptr, doc_words, doc_counts, best, n_topics,
+    doc_indptr, doc_words, doc_counts, best,
     row_constants, constants_desc, col_indptr, col_topics, col_values,
     doc_head, link_topics, link_next, cache_topics, cache_bounds, cache_size, rest_bound, n_chunks,
 ):
@@ -806,7 +778,7 @@ def _sort_cache(d, cache_topics, cache_bounds, size):
 @nb.njit(**_SERIAL)
 def greedy_steps(
     n_steps, heap_gain, heap_doc, heap_topic, heap_size,
-    doc_indptr, doc_words, doc_counts, best, n_topics,
+    doc_indptr, doc_words, doc_counts, best,
     row_constants, constants_desc, col_indptr, col_topics, col_values,
     row_indptr, row_words, row_values,
     doc_head, link_topics, link_next, link_doc, link_gain, n_links,
@@ -925,15 +897,9 @@ def assign_words(
 # ----------------------------------------------------------------------------------------------
 
 
-@nb.njit(**_SERIAL)
-def _exclude_csr(d, doc_link_indptr, doc_link_topics, excluded, flag):
-    for p in range(doc_link_indptr[d], doc_link_indptr[d + 1]):
-        excluded[doc_link_topics[p]] = flag
-
-
 @nb.njit(**_PARALLEL)
 def top_gains_per_document(
-    doc_indptr, doc_words, doc_counts, best, n_topics,
+    doc_indptr, doc_words, doc_counts, best,
     row_constants, constants_desc, col_indptr, col_topics, col_values,
     doc_link_indptr, doc_link_topics, top_size, n_chunks,
 ):
@@ -948,19 +914,20 @@ def top_gains_per_document(
     for chunk in nb.prange(n_chunks):
         scratch = evaluation_scratch(row_constants, longest)
         for d in range(chunk, n_docs, n_chunks):
-            _exclude_csr(d, doc_link_indptr, doc_link_topics, scratch[3], True)
+            linked = doc_link_topics[doc_link_indptr[d] : doc_link_indptr[d + 1]]
+            _exclude_listed(linked, scratch.excluded, True)
             entries[d] = document_top_topics(
                 d, doc_indptr, doc_words, doc_counts, best,
                 row_constants, constants_desc, col_indptr, col_topics, col_values, scratch,
                 top_topics[d], top_gains[d],
             )
-            _exclude_csr(d, doc_link_indptr, doc_link_topics, scratch[3], False)
+            _exclude_listed(linked, scratch.excluded, False)
     return top_topics, top_gains, entries
 
 
 @nb.njit(**_PARALLEL)
 def threshold_round(
-    threshold, max_accept, doc_indptr, doc_words, doc_counts, best, n_topics,
+    threshold, max_accept, doc_indptr, doc_words, doc_counts, best,
     row_constants, constants_desc, col_indptr, col_topics, col_values,
     row_indptr, row_words, row_values,
     doc_link_indptr, doc_link_topics, top_topics, top_gains, n_chunks,
@@ -1010,15 +977,16 @@ def threshold_round(
                 link_topic(d, t, doc_indptr, doc_words, best, row_constants, row_indptr, row_words, row_values)
                 accepted_topics[d, j] = t
                 accepted_gains[d, j] = condition
-            excluded = scratch[3]
-            _exclude_csr(d, doc_link_indptr, doc_link_topics, excluded, True)
+            excluded = scratch.excluded
+            linked = doc_link_topics[doc_link_indptr[d] : doc_link_indptr[d + 1]]
+            _exclude_listed(linked, excluded, True)
             _exclude_listed(accepted_topics[d], excluded, True)
             document_top_topics(
                 d, doc_indptr, doc_words, doc_counts, best,
                 row_constants, constants_desc, col_indptr, col_topics, col_values, scratch,
                 top_topics[d], top_gains[d],
             )
-            _exclude_csr(d, doc_link_indptr, doc_link_topics, excluded, False)
+            _exclude_listed(linked, excluded, False)
             _exclude_listed(accepted_topics[d], excluded, False)
             evaluations[d] += 1
     return accepted_topics, accepted_gains, evaluations, topic_evaluations
@@ -1026,7 +994,7 @@ def threshold_round(
 
 @nb.njit(**_PARALLEL)
 def independent_links(
-    doc_indptr, doc_words, doc_counts, n_topics,
+    doc_indptr, doc_words, doc_counts,
     row_constants, constants_desc, col_indptr, col_topics, col_values,
     row_indptr, row_words, row_values, topics_per_document, min_gain, null_score, n_chunks,
 ):
@@ -1046,12 +1014,12 @@ def independent_links(
         top_g = np.empty(1, dtype=np.float64)
         for d in range(chunk, n_docs, n_chunks):
             for j in range(topics_per_document):
-                _exclude_listed(out_topics[d, :j], scratch[3], True)
+                _exclude_listed(out_topics[d, :j], scratch.excluded, True)
                 document_top_topics(
                     d, doc_indptr, doc_words, doc_counts, best,
                     row_constants, constants_desc, col_indptr, col_topics, col_values, scratch, top_t, top_g,
                 )
-                _exclude_listed(out_topics[d, :j], scratch[3], False)
+                _exclude_listed(out_topics[d, :j], scratch.excluded, False)
                 t, g = top_t[0], top_g[0]
                 if t < 0 or (j > 0 and g < min_gain):
                     break

@@ -146,7 +146,7 @@ def _second_topic_heap(run: _GreedyRun) -> tuple:
     docs = run.docs
     all_docs = np.arange(docs.n_documents, dtype=np.int64)
     second, second_gain, entries = _kernels.second_topics(
-        docs.indptr, docs.words, docs.counts, run.best, run.candidates.n_topics, *run.scan,
+        docs.indptr, docs.words, docs.counts, run.best, *run.scan,
         run.doc_head, run.link_topic, run.link_next, *run.cache, numba.get_num_threads(),
     )
     run.entries_read += int(entries.sum())
@@ -163,7 +163,7 @@ def _greedy_steps(run: _GreedyRun, heap: tuple, report) -> None:
         steps = min(PROGRESS_EVERY, run.budget - run.made)
         done, entries, full, single = _kernels.greedy_steps(
             steps, *heap, docs.n_documents,
-            docs.indptr, docs.words, docs.counts, run.best, candidates.n_topics, *run.scan, *run.rows[1:],
+            docs.indptr, docs.words, docs.counts, run.best, *run.scan, *run.rows[1:],
             run.doc_head, run.link_topic, run.link_next, run.link_doc, run.link_gain, run.made, *run.cache,
         )
         run.made += done

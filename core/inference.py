@@ -77,7 +77,7 @@ def infer_topics(
     cap = min(topics_per_document or candidates.n_topics, candidates.n_topics)
     docs = DocumentArrays.from_corpus(corpus)
     topics, gains = _kernels.independent_links(
-        docs.indptr, docs.words, docs.counts, candidates.n_topics,
+        docs.indptr, docs.words, docs.counts,
         candidates.row_constants, candidates.constants_descending, *candidates.columns,
         candidates.indptr, candidates.indices, candidates.values,
         cap, float(min_gain if min_gain is not None else -np.inf), NULL_TOPIC_LOG_SCORE,

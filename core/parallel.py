@@ -125,7 +125,7 @@ def _state_from_links(candidates: Candidates, shard: Shard, local_docs, topics, 
     rows = (candidates.row_constants, candidates.indptr, candidates.indices, candidates.values)
     _kernels.link_per_document(segment_ids(state.link_indptr), state.link_topics, docs.indptr, docs.words, state.best, *rows)
     state.top_topics, state.top_gains, _ = _kernels.top_gains_per_document(
-        docs.indptr, docs.words, docs.counts, state.best, candidates.n_topics,
+        docs.indptr, docs.words, docs.counts, state.best,
         candidates.row_constants, candidates.constants_descending, *candidates.columns,
         state.link_indptr, state.link_topics, top_size, _threads(),
     )
@@ -160,7 +160,7 @@ def threshold_shard(candidates: Candidates, shard: Shard, state: ShardState, thr
     started, cpu_started = time.perf_counter(), time.process_time()
     docs = shard.docs
     accepted_topics, accepted_gains, evaluations, topic_evaluations = _kernels.threshold_round(
-        threshold, max_sequence, docs.indptr, docs.words, docs.counts, state.best, candidates.n_topics,
+        threshold, max_sequence, docs.indptr, docs.words, docs.counts, state.best,
         candidates.row_constants, candidates.constants_descending, *candidates.columns,
         candidates.indptr, candidates.indices, candidates.values,
         state.link_indptr, state.link_topics, state.top_topics, state.top_gains, _threads(),

@@ -46,8 +46,10 @@ def oracle_gains(L, docs, best, d):
 
 def evaluate(kind, candidates, docs, best, d, size, excluded=()):
     indptr, words, counts = docs
-    scratch = _kernels.evaluation_scratch(candidates.row_constants, _kernels.longest_document(indptr, 0, len(indptr) - 1))
-    scratch[3][list(excluded)] = True
+    scratch = _kernels.evaluation_scratch(
+        candidates.row_constants, _kernels.longest_document(indptr, 0, len(indptr) - 1)
+    )
+    scratch.excluded[list(excluded)] = True
     top_t = np.empty(size, dtype=np.int64)
     top_g = np.empty(size, dtype=np.float64)
     columns = candidates.columns
@@ -92,7 +94,9 @@ def test_one_topics_gain_is_the_full_evaluations_float(seed):
     rng = np.random.default_rng([seed, 11])
     L, candidates, docs, best = random_instance(rng, 15, 20, 10)
     indptr, words, counts = docs
-    scratch = _kernels.evaluation_scratch(candidates.row_constants, _kernels.longest_document(indptr, 0, len(indptr) - 1))
+    scratch = _kernels.evaluation_scratch(
+        candidates.row_constants, _kernels.longest_document(indptr, 0, len(indptr) - 1)
+    )
     for d in range(10):
         _, all_gains = evaluate("dense", candidates, docs, best, d, candidates.n_topics)
         topics, _ = evaluate("dense", candidates, docs, best, d, candidates.n_topics)
