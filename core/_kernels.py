@@ -173,10 +173,10 @@ def keyword_rows(indptr, indices, counts, kept_words, log_norm, generator, epsil
 
 
 @nb.njit(**_PARALLEL)
-def keyword_columns(indptr, indices, counts, topic_of_word, log_norm, generator, epsilon):
+def keyword_column_entries(indptr, indices, counts, topic_of_word, log_norm, generator, epsilon):
     """Column store of keyword topics, read off C's rows (C is symmetric): column v holds
-    (topic of keyword u, L[u, v]) for each kept keyword u co-occurring with v, by value high to
-    low (ties: lower topic id)."""
+    (topic of keyword u, L[u, v]) for each kept keyword u co-occurring with v, topic ids ascending
+    (not sorted by value: :func:`sort_columns_by_value` or :func:`column_heads` do that)."""
     scores = count_scores(counts.max() if len(counts) else 0, generator, epsilon)
     n_words = len(indptr) - 1
     col_indptr = np.zeros(n_words + 1, dtype=np.int64)
@@ -198,27 +198,67 @@ def keyword_columns(indptr, indices, counts, topic_of_word, log_norm, generator,
                     col_topics[q] = t
                     col_values[q] = scores[counts[p]] - log_norm[u]
                     q += 1
-            start, stop = col_indptr[v], col_indptr[v + 1]
-            if stop - start > 1:
-                order = np.argsort(-col_values[start:stop], kind="mergesort")
-                col_topics[start:stop] = col_topics[start:stop][order]
-                col_values[start:stop] = col_values[start:stop][order]
     return col_indptr, col_topics, col_values
+
+
+@nb.njit(**_SERIAL)
+def _sort_segment_by_value(topics, values, start, stop):
+    """Entries [start, stop) by value, high to low; ties keep their order (stable)."""
+    if stop - start < 2:
+        return
+    order = np.argsort(-values[start:stop], kind="mergesort")
+    topics[start:stop] = topics[start:stop][order]
+    values[start:stop] = values[start:stop][order]
+
+
+@nb.njit(**_PARALLEL)
+def column_heads(col_indptr, col_topics, col_values, doc_words, best):
+    """The part of each column a scan can still read, sorted by value high to low (ties: the
+    entries' order, topic ids ascending), as a new column store.
+
+    A scan of word v stops at the first entry that does not beat the token's best score, and
+    best scores only rise, so an entry no higher than the lowest best score of any (document,
+    word v) slot now is never read again. Only the entries above it are kept and sorted: after
+    FastInitialize's first round, about a third of them on the paper's corpora.
+    """
+    n_words = len(col_indptr) - 1
+    floor = np.full(n_words, np.inf)
+    for j in range(len(doc_words)):
+        v = doc_words[j]
+        if best[j] < floor[v]:
+            floor[v] = best[j]
+    lengths = np.zeros(n_words, dtype=np.int64)
+    for chunk in nb.prange(CYCLIC_CHUNKS):
+        for v in range(chunk, n_words, CYCLIC_CHUNKS):
+            kept = 0
+            for p in range(col_indptr[v], col_indptr[v + 1]):
+                if col_values[p] > floor[v]:
+                    kept += 1
+            lengths[v] = kept
+    head_indptr = np.zeros(n_words + 1, dtype=np.int64)
+    for v in range(n_words):
+        head_indptr[v + 1] = head_indptr[v] + lengths[v]
+    head_topics = np.empty(head_indptr[-1], dtype=np.int32)
+    head_values = np.empty(head_indptr[-1], dtype=np.float64)
+    for chunk in nb.prange(CYCLIC_CHUNKS):  # cyclic: frequent words (long columns) come first
+        for v in range(chunk, n_words, CYCLIC_CHUNKS):
+            q = head_indptr[v]
+            for p in range(col_indptr[v], col_indptr[v + 1]):
+                if col_values[p] > floor[v]:
+                    head_topics[q] = col_topics[p]
+                    head_values[q] = col_values[p]
+                    q += 1
+            _sort_segment_by_value(head_topics, head_values, head_indptr[v], head_indptr[v + 1])
+    return head_indptr, head_topics, head_values
 
 
 @nb.njit(**_PARALLEL)
 def sort_columns_by_value(col_indptr, col_topics, col_values):
-    """Sort each column's entries by value, high to low; ties keep topic order (stable)."""
+    """Sort each column's entries by value, high to low, in place; ties keep their order (stable)."""
     n_cols = len(col_indptr) - 1
-    for v in nb.prange(n_cols):
-        start, stop = col_indptr[v], col_indptr[v + 1]
-        if stop - start < 2:
-            continue
-        order = np.argsort(-col_values[start:stop], kind="mergesort")
-        topics = col_topics[start:stop][order]
-        values = col_values[start:stop][order]
-        col_topics[start:stop] = topics
-        col_values[start:stop] = values
+    for chunk in nb.prange(CYCLIC_CHUNKS):  # cyclic: frequent words (long columns) come first
+        for v in range(chunk, n_cols, CYCLIC_CHUNKS):
+            _sort_segment_by_value(col_topics, col_values, col_indptr[v], col_indptr[v + 1])
 
 
 # ----------------------------------------------------------------------------------------------
@@ -558,12 +598,11 @@ def dense_first_round_rows(col_indptr, col_topics, col_values, row_constants, de
         v = dense_words[h]
         for p in range(col_indptr[v], col_indptr[v + 1]):
             value = col_values[p]
-            if value <= null_score:
-                break
-            t = col_topics[p]
-            score = value - max(row_constants[t], null_score)
-            rows[h, t] = score
-            largest[h] = max(largest[h], score)
+            if value > null_score:  # the column's entries may come in any order
+                t = col_topics[p]
+                score = value - max(row_constants[t], null_score)
+                rows[h, t] = score
+                largest[h] = max(largest[h], score)
     return rows, largest
 
 
@@ -583,7 +622,8 @@ def first_round_best_topics(
 
     Approximate gains, summed in whatever order is fastest, into a zeroed float64 array: a
     dense word (``dense_row_of_word[v] >= 0``) adds its float32 row of ``dense_rows`` in one
-    vectorised pass over the topics, any other word scans its column; then each topic's base
+    vectorised pass over the topics, any other word reads its whole column (its entries in any
+    order: the columns need not be sorted yet); then each topic's base
     joins in one pass over the topics. Rounding the rows to float32 moves a document's gains by at
     most u sum_j n_j largest_j (u = 2^-24), so the true best topic's approximate gain lies within
     twice that of the best approximate gain: the topics in that window get their exact gains
@@ -616,13 +656,12 @@ def first_round_best_topics(
                     error += count * dense_largest[h]
                     continue
                 b = best[j]
-                for p in range(col_indptr[v], col_indptr[v + 1]):
+                for p in range(col_indptr[v], col_indptr[v + 1]):  # entries in any order: no early stop
                     value = col_values[p]
-                    if value <= b:
-                        break
-                    t = col_topics[p]
-                    corrections[t] += count * (value - max(row_constants[t], b))
-                    read += 1
+                    if value > b:
+                        t = col_topics[p]
+                        corrections[t] += count * (value - max(row_constants[t], b))
+                        read += 1
             entries[d] = read
             error *= 2.0 * FLOAT32_ROUNDOFF * 1.01
             top = -np.inf
@@ -706,17 +745,21 @@ def heapify(heap_gain, heap_doc, heap_topic, size):
 def _refill_cache(
     d, doc_indptr, doc_words, doc_counts, best,
     row_constants, constants_desc, col_indptr, col_topics, col_values,
-    doc_head, link_topics, link_next, cache_topics, cache_bounds, cache_size, rest_bound, scratch, top_t, top_g,
+    doc_head, link_topics, link_next, pending, cache_topics, cache_bounds, cache_size, rest_bound,
+    scratch, top_t, top_g,
 ):
-    """A full evaluation of document d at its links: its len(top_t) - 1 best topics go to its
+    """A full evaluation of document d at its links (those in the linked list, and ``pending``:
+    topics linked to d that the list does not hold yet): its len(top_t) - 1 best topics go to its
     cache; the next one's gain bounds every topic left out. Returns entries read."""
     excluded = scratch.excluded
     _exclude_linked(d, excluded, True, doc_head, link_topics, link_next)
+    _exclude_listed(pending, excluded, True)
     entries = document_top_topics(
         d, doc_indptr, doc_words, doc_counts, best,
         row_constants, constants_desc, col_indptr, col_topics, col_values, scratch, top_t, top_g,
     )
     _exclude_linked(d, excluded, False, doc_head, link_topics, link_next)
+    _exclude_listed(pending, excluded, False)
     size = cache_topics.shape[1]
     kept = 0
     for i in range(size):
@@ -752,7 +795,7 @@ def second_topics(
             entries[d] = _refill_cache(
                 d, doc_indptr, doc_words, doc_counts, best,
                 row_constants, constants_desc, col_indptr, col_topics, col_values,
-                doc_head, link_topics, link_next, cache_topics, cache_bounds, cache_size, rest_bound,
+                doc_head, link_topics, link_next, top_t[:0], cache_topics, cache_bounds, cache_size, rest_bound,
                 scratch, top_t, top_g,
             )
             topics[d] = top_t[0]
@@ -776,6 +819,59 @@ def _sort_cache(d, cache_topics, cache_bounds, size):
 
 
 @nb.njit(**_SERIAL)
+def _next_best(
+    d, t, doc_indptr, doc_words, doc_counts, best,
+    row_constants, constants_desc, col_indptr, col_topics, col_values,
+    row_indptr, row_words, row_values,
+    doc_head, link_topics, link_next, pending, cache_topics, cache_bounds, cache_size, rest_bound,
+    scratch, top_t, top_g, work,
+):
+    """Document d's best topic and gain just after topic t was linked to it (its best scores
+    already raised), found lazily: gains only fall as links are added (submodularity), so the
+    gains its cache holds from its last full evaluation bound its topics' gains now, and
+    ``rest_bound`` bounds every other topic. Cached topics are re-evaluated one at a time, best
+    bound first, until no bound can beat the best gain found; if that gain does not beat
+    ``rest_bound``, the document is evaluated in full again and its cache refilled. ``pending``:
+    as for :func:`_refill_cache`. Adds (entries read, full evaluations, single-topic
+    evaluations) to ``work``."""
+    kept = 0
+    for i in range(cache_size[d]):
+        if cache_topics[d, i] != t:
+            cache_topics[d, kept] = cache_topics[d, i]
+            cache_bounds[d, kept] = cache_bounds[d, i]
+            kept += 1
+    m = document_base(d, doc_indptr, doc_counts, best, scratch)
+    new_t = -1
+    new_g = -np.inf
+    for i in range(kept):
+        topic = cache_topics[d, i]
+        if new_t >= 0 and not _before(cache_bounds[d, i], topic, new_g, new_t):
+            break  # bounds only fall further down the cache
+        gain = topic_gain(
+            d, topic, m, doc_indptr, doc_words, doc_counts, best,
+            row_constants, row_indptr, row_words, row_values, scratch,
+        )
+        work[2] += 1
+        cache_bounds[d, i] = gain
+        if new_t < 0 or _before(gain, topic, new_g, new_t):
+            new_t = topic
+            new_g = gain
+    _sort_cache(d, cache_topics, cache_bounds, kept)
+    cache_size[d] = kept
+    if new_t < 0 or not new_g > rest_bound[d]:
+        work[0] += _refill_cache(
+            d, doc_indptr, doc_words, doc_counts, best,
+            row_constants, constants_desc, col_indptr, col_topics, col_values,
+            doc_head, link_topics, link_next, pending, cache_topics, cache_bounds, cache_size, rest_bound,
+            scratch, top_t, top_g,
+        )
+        work[1] += 1
+        new_t = top_t[0]
+        new_g = top_g[0]
+    return new_t, new_g
+
+
+@nb.njit(**_SERIAL)
 def greedy_steps(
     n_steps, heap_gain, heap_doc, heap_topic, heap_size,
     doc_indptr, doc_words, doc_counts, best,
@@ -785,23 +881,14 @@ def greedy_steps(
     cache_topics, cache_bounds, cache_size, rest_bound,
 ):
     """FastGreedy (spec §3): pop the best (gain, document, topic), link it, find that document's
-    new best topic and push it back. Runs ``n_steps`` iterations; returns (links made, entries
-    read, full evaluations, single-topic evaluations).
-
-    The new best comes lazily: gains only fall as links are added (submodularity), so the gains
-    a document's cache holds from its last full evaluation bound its topics' gains now, and
-    ``rest_bound`` bounds every other topic. Cached topics are re-evaluated one at a time, best
-    bound first, until no bound can beat the best gain found; if that gain does not beat
-    ``rest_bound``, the document is evaluated in full again and its cache refilled.
-    """
+    new best topic (:func:`_next_best`) and push it back. Runs ``n_steps`` iterations; returns
+    (links made, entries read, full evaluations, single-topic evaluations)."""
     size = cache_topics.shape[1]
     longest = longest_document(doc_indptr, 0, len(doc_indptr) - 1)
     scratch = evaluation_scratch(row_constants, longest)
     top_t = np.empty(size + 1, dtype=np.int64)
     top_g = np.empty(size + 1, dtype=np.float64)
-    entries = 0
-    full = 0
-    single = 0
+    work = np.zeros(3, dtype=np.int64)
     made = 0
     for _ in range(n_steps):
         if heap_size == 0:
@@ -819,44 +906,93 @@ def greedy_steps(
         doc_head[d] = k
         made += 1
         link_topic(d, t, doc_indptr, doc_words, best, row_constants, row_indptr, row_words, row_values)
-        kept = 0
-        for i in range(cache_size[d]):
-            if cache_topics[d, i] != t:
-                cache_topics[d, kept] = cache_topics[d, i]
-                cache_bounds[d, kept] = cache_bounds[d, i]
-                kept += 1
-        m = document_base(d, doc_indptr, doc_counts, best, scratch)
-        new_t = -1
-        new_g = -np.inf
-        for i in range(kept):
-            topic = cache_topics[d, i]
-            if new_t >= 0 and not _before(cache_bounds[d, i], topic, new_g, new_t):
-                break  # bounds only fall further down the cache
-            gain = topic_gain(
-                d, topic, m, doc_indptr, doc_words, doc_counts, best,
-                row_constants, row_indptr, row_words, row_values, scratch,
-            )
-            single += 1
-            cache_bounds[d, i] = gain
-            if new_t < 0 or _before(gain, topic, new_g, new_t):
-                new_t = topic
-                new_g = gain
-        _sort_cache(d, cache_topics, cache_bounds, kept)
-        cache_size[d] = kept
-        if new_t < 0 or not new_g > rest_bound[d]:
-            entries += _refill_cache(
-                d, doc_indptr, doc_words, doc_counts, best,
-                row_constants, constants_desc, col_indptr, col_topics, col_values,
-                doc_head, link_topics, link_next, cache_topics, cache_bounds, cache_size, rest_bound,
-                scratch, top_t, top_g,
-            )
-            full += 1
-            new_t = top_t[0]
-            new_g = top_g[0]
+        new_t, new_g = _next_best(
+            d, t, doc_indptr, doc_words, doc_counts, best,
+            row_constants, constants_desc, col_indptr, col_topics, col_values,
+            row_indptr, row_words, row_values,
+            doc_head, link_topics, link_next, top_t[:0], cache_topics, cache_bounds, cache_size, rest_bound,
+            scratch, top_t, top_g, work,
+        )
         heap_gain[0] = new_g
         heap_topic[0] = new_t
         heap_sift_down(heap_gain, heap_doc, heap_topic, heap_size, 0)
-    return made, entries, full, single
+    return made, work[0], work[1], work[2]
+
+
+@nb.njit(**_PARALLEL)
+def extend_chains(
+    threshold, cap, active, head_topic, head_gain, chain_floor,
+    doc_indptr, doc_words, doc_counts, best,
+    row_constants, constants_desc, col_indptr, col_topics, col_values,
+    row_indptr, row_words, row_values,
+    doc_head, link_topics, link_next, cache_topics, cache_bounds, cache_size, rest_bound, n_chunks,
+):
+    """Exact FastGreedy's links of the ``active`` documents down to ``threshold``, in parallel.
+
+    Documents never interact, so each document's own sequence of greedy choices (its chain: link
+    its best topic, find the next best, ...) does not depend on the others; FastGreedy's heap
+    only interleaves the chains. Each active document links its head (``head_topic/gain``) and
+    moves on while the chain's running minimum gain (``chain_floor``, its key in that
+    interleaving) stays at or above ``threshold``, for at most ``cap`` links. Returns the links
+    made, per active document: topics and raw gains (``cap`` columns, -1 / NaN padded), keys, and
+    (links, entries read, full evaluations, single-topic evaluations). The links are not in the
+    linked list yet (:func:`append_links` puts them there); heads and floors are updated.
+    """
+    n = len(active)
+    size = cache_topics.shape[1]
+    out_topics = np.full((n, cap), -1, dtype=np.int64)
+    out_gains = np.full((n, cap), np.nan)
+    out_keys = np.full((n, cap), np.nan)
+    work = np.zeros((n, 4), dtype=np.int64)
+    n_chunks = min(n_chunks, max(n, 1))
+    longest = 0
+    for i in range(n):
+        longest = max(longest, doc_indptr[active[i] + 1] - doc_indptr[active[i]])
+    for chunk in nb.prange(n_chunks):
+        scratch = evaluation_scratch(row_constants, longest)
+        top_t = np.empty(size + 1, dtype=np.int64)
+        top_g = np.empty(size + 1, dtype=np.float64)
+        counts = np.zeros(3, dtype=np.int64)
+        for i in range(chunk, n, n_chunks):
+            d = active[i]
+            t = head_topic[d]
+            g = head_gain[d]
+            key = min(g, chain_floor[d])
+            made = 0
+            counts[:] = 0
+            while made < cap and t >= 0 and key >= threshold:
+                out_topics[i, made] = t
+                out_gains[i, made] = g
+                out_keys[i, made] = key
+                made += 1
+                chain_floor[d] = key
+                link_topic(d, t, doc_indptr, doc_words, best, row_constants, row_indptr, row_words, row_values)
+                t, g = _next_best(
+                    d, t, doc_indptr, doc_words, doc_counts, best,
+                    row_constants, constants_desc, col_indptr, col_topics, col_values,
+                    row_indptr, row_words, row_values,
+                    doc_head, link_topics, link_next, out_topics[i, :made],
+                    cache_topics, cache_bounds, cache_size, rest_bound, scratch, top_t, top_g, counts,
+                )
+                key = min(g, chain_floor[d])
+            head_topic[d] = t
+            head_gain[d] = g
+            work[i, 0] = made
+            work[i, 1:] = counts
+    return out_topics, out_gains, out_keys, work
+
+
+@nb.njit(**_SERIAL)
+def append_links(docs, topics, gains, doc_head, link_doc, link_topics, link_next, link_gain, n_links):
+    """Append links (in this order) to the link arrays and each document's linked list."""
+    for i in range(len(docs)):
+        k = n_links + i
+        d = docs[i]
+        link_doc[k] = d
+        link_topics[k] = topics[i]
+        link_gain[k] = gains[i]
+        link_next[k] = doc_head[d]
+        doc_head[d] = k
 
 
 # ----------------------------------------------------------------------------------------------

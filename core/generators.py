@@ -77,23 +77,36 @@ class Candidates:
     def nbytes(self) -> int:
         """Memory held by the row and column stores."""
         rows = self.row_constants.nbytes + self.indptr.nbytes + self.indices.nbytes + self.values.nbytes
-        columns = sum(a.nbytes for a in self.__dict__.get("columns", ()))
-        return rows + columns
+        held = {id(a): a for name in ("column_entries", "columns") for a in self.__dict__.get(name, ())}
+        return rows + sum(a.nbytes for a in held.values())
 
     @cached_property
-    def columns(self) -> tuple:
-        """(col_indptr, col_topics, col_values): each word's entries sorted by value, high to low."""
+    def column_entries(self) -> tuple:
+        """(col_indptr, col_topics, col_values): each word's stored entries, in no particular order
+        (topic ids ascending until :attr:`columns` sorts them in place). What a pass that reads
+        whole columns needs (FastInitialize's first round), without the cost of sorting them."""
+        if "columns" in self.__dict__:
+            return self.__dict__["columns"]
         import scipy.sparse as sp  # imported here for its import cost: keyword topics build theirs directly
 
         by_column = sp.csr_matrix(
             (self.values, self.indices, self.indptr), shape=(self.n_topics, self.n_words)
         ).tocsc()
         by_column.sort_indices()
-        col_indptr = by_column.indptr.astype(np.int64)
-        col_topics = by_column.indices.astype(np.int32)
-        col_values = by_column.data.astype(np.float64)
+        return by_column.indptr.astype(np.int64), by_column.indices.astype(np.int32), by_column.data.astype(np.float64)
+
+    @cached_property
+    def columns(self) -> tuple:
+        """(col_indptr, col_topics, col_values): each word's entries sorted by value, high to low
+        (ties: lower topic id first). Sorts :attr:`column_entries` in place, so both share arrays."""
+        col_indptr, col_topics, col_values = self.column_entries
         _kernels.sort_columns_by_value(col_indptr, col_topics, col_values)
         return col_indptr, col_topics, col_values
+
+    @property
+    def has_sorted_columns(self) -> bool:
+        """Whether :attr:`columns` is built (else reading it sorts every column)."""
+        return "columns" in self.__dict__
 
     @cached_property
     def constants_descending(self) -> np.ndarray:
@@ -194,8 +207,11 @@ def keyword_candidates(
             "collapsed_rows": int(corpus.n_words - len(groups)),
         },
     )
-    # C is symmetric, so the column store comes straight from C's rows (no transpose).
-    candidates.__dict__["columns"] = _kernels.keyword_columns(*cooc, topic_of_word, log_norm, code, epsilon)
+    # C is symmetric, so the column store comes straight from C's rows (no transpose); its sort by
+    # value waits for a reader that needs it (exact greedy sorts only the heads it reads).
+    candidates.__dict__["column_entries"] = _kernels.keyword_column_entries(
+        *cooc, topic_of_word, log_norm, code, epsilon
+    )
     logger.info(
         "%s: %d keyword topics (%d identical rows collapsed), %d stored entries",
         generator, len(groups), corpus.n_words - len(groups), candidates.n_stored,

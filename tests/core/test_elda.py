@@ -445,6 +445,21 @@ def test_on_progress_reports_growing_objective(make_random_corpus):
     assert [r[0] for r in reports] == sorted(r[0] for r in reports)
 
 
+def test_json_holds_the_summary_and_every_link(make_random_corpus, tmp_path):
+    """``to_json``: the summary indented, the arrays on one line each; one JSON object with all."""
+    import json
+
+    corpus = make_random_corpus(11)
+    solution = fast_greedy(corpus, keyword_candidates(corpus, "raw_umass"), 2)
+    data = json.loads(solution.to_json(tmp_path / "elda.json").read_text(encoding="utf-8"))
+    assert data == json.loads(json.dumps({
+        **solution.summary(), "links": solution.links.tolist(), "link_gains": solution.link_gains.tolist(),
+        "objective_trace": solution.objective_trace.tolist(),
+    }))
+    summary_only = json.loads(solution.to_json(tmp_path / "summary.json", include_links=False).read_text(encoding="utf-8"))
+    assert summary_only == json.loads(json.dumps(solution.summary()))
+
+
 def test_result_does_not_depend_on_the_number_of_threads():
     """The kernels split documents over threads: links and gains must be bitwise the same."""
     import numba
