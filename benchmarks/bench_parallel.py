@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/bench_parallel.py quality     # 3 corpora x 2 generators: F, rounds
     .venv/bin/python benchmarks/bench_parallel.py rounds      # nested reuters subsets: a log D + b
-    .venv/bin/python benchmarks/bench_parallel.py scaling     # reuters on 1 and 2 Dask workers, first run and repeats
+    .venv/bin/python benchmarks/bench_parallel.py scaling     # reuters on 1 and 2 Dask workers, alternating, first run and repeats
     .venv/bin/python benchmarks/bench_parallel.py synthetic   # 10^6 documents, |V| = 10^5, 2 workers
     .venv/bin/python benchmarks/bench_parallel.py synthetic --documents 10000 100000 --vocabulary 10000 100000 \
         --workers 1 2                                          # the README's grid of measured points
@@ -80,34 +80,46 @@ def scaling(args):
     """Reuters on 1 and 2 workers, as ``topicbench elda --algorithm parallel`` runs it: a fresh cluster
     (cold worker processes, which warm their kernels up while this process builds the candidates),
     its first run, then repeat runs on the same cluster. Wall time split into cluster start,
-    candidates, warm-up (what the run still waited for: data placement and kernel warm-up) and rounds."""
+    candidates, warm-up (what the run still waited for: data placement and kernel warm-up) and rounds.
+
+    Timing on shared cores drifts by tens of percent over a minute, so the two worker counts
+    alternate (``--trials`` pairs, 1 worker then 2, each on a fresh cluster): each pair's speed-up
+    is measured in the same minute, and the median over pairs is the figure."""
     corpus = shared(args.data, "reuters")
     print(f"reuters: D={corpus.n_documents}; parallel_elda eps={args.epsilon}, kappa={args.kappa}, seed={args.seed}; "
           f"load average before: {_load()}")
     print("wall seconds, and the rounds' critical path (the slowest shard of every round) in wall and CPU seconds")
-    print(f"{'workers':>7s} {'run':>6s} {'cluster start':>13s} {'candidates':>10s} {'warm-up':>8s} {'rounds':>7s} "
+    print(f"{'trial':>5s} {'workers':>7s} {'run':>6s} {'cluster start':>13s} {'candidates':>10s} {'warm-up':>8s} {'rounds':>7s} "
           f"{'(slowest shard':>14s} {'CPU)':>6s} {'total':>7s} {'rounds':>6s} {'F':>16s}")
     keyword_candidates(corpus.subset(range(100)), "raw_umass")  # this process's kernels: loaded before any timing
-    walls = {}
-    for workers in (1, 2):
-        runs = _timed_runs(corpus, workers, args)
-        for label, timing, solution in runs:
-            print(f"{workers:7d} {label:>6s} {timing['cluster']:12.2f}s {timing['candidates']:9.2f}s "
-                  f"{timing['warm_up']:7.2f}s {timing['rounds']:6.2f}s {timing['shards']:13.2f}s {timing['cpu']:5.2f}s "
-                  f"{sum(timing[k] for k in _PARTS):6.2f}s {solution.stats['adaptive_rounds']:6d} "
-                  f"{solution.log_posterior:16.3f}", flush=True)
-        walls[workers] = {label: timing for label, timing, _ in runs}
-        walls[workers]["repeat"] = {
-            k: float(np.median([t[k] for lab, t, _ in runs if lab == "repeat"])) for k in (*_PARTS, "cpu")
-        }
+    speedups = {"first": [], "repeat": []}
+    for trial in range(1, args.trials + 1):
+        walls = {}
+        for workers in (1, 2):
+            runs = _timed_runs(corpus, workers, args)
+            for label, timing, solution in runs:
+                print(f"{trial:5d} {workers:7d} {label:>6s} {timing['cluster']:12.2f}s {timing['candidates']:9.2f}s "
+                      f"{timing['warm_up']:7.2f}s {timing['rounds']:6.2f}s {timing['shards']:13.2f}s {timing['cpu']:5.2f}s "
+                      f"{sum(timing[k] for k in _PARTS):6.2f}s {solution.stats['adaptive_rounds']:6d} "
+                      f"{solution.log_posterior:16.3f}", flush=True)
+            walls[workers] = {label: timing for label, timing, _ in runs}
+            walls[workers]["repeat"] = {
+                k: float(np.median([t[k] for lab, t, _ in runs if lab == "repeat"])) for k in (*_PARTS, "cpu")
+            }
+        for label in ("first", "repeat"):
+            one, two = walls[1][label], walls[2][label]
+            speedups[label].append({
+                "warm-up + rounds": (one["warm_up"] + one["rounds"]) / (two["warm_up"] + two["rounds"]),
+                "rounds": one["rounds"] / two["rounds"],
+                "everything (cluster start and candidates too)": sum(one[k] for k in _PARTS) / sum(two[k] for k in _PARTS),
+                "critical path in CPU seconds": one["cpu"] / two["cpu"],
+            })
     for label in ("first", "repeat"):
-        one, two = walls[1][label], walls[2][label]
-        fit = (one["warm_up"] + one["rounds"]) / (two["warm_up"] + two["rounds"])
-        total = sum(one[k] for k in _PARTS) / sum(two[k] for k in _PARTS)
-        print(f"speed-up 1 -> 2 workers, {label} run{'s (median)' if label == 'repeat' else ''}: "
-              f"warm-up + rounds {fit:.2f}x, rounds {one['rounds'] / two['rounds']:.2f}x"
-              + (f", everything (cluster start and candidates too) {total:.2f}x" if label == "first" else "")
-              + f"; critical path in CPU seconds {one['cpu'] / two['cpu']:.2f}x")
+        measures = speedups[label][0].keys() if label == "first" else ("warm-up + rounds", "rounds", "critical path in CPU seconds")
+        parts = [f"{name} {np.median([s[name] for s in speedups[label]]):.2f}x "
+                 f"({', '.join(f'{s[name]:.2f}' for s in speedups[label])})" for name in measures]
+        print(f"speed-up 1 -> 2 workers, {label} run{'s (median of each trial)' if label == 'repeat' else ''}, "
+              f"median over {args.trials} trials (each trial's): " + "; ".join(parts))
     print(f"load average after: {_load()} (2 cores; other users' processes share them)")
 
 
@@ -253,6 +265,7 @@ def main():
     parser.add_argument("--workers", type=int, nargs="+", default=[2], help="synthetic: Dask workers (one or more)")
     parser.add_argument("--verbose", action="store_true", help="synthetic: print each command")
     parser.add_argument("--repeats", type=int, default=3, help="scaling: timed runs after the first")
+    parser.add_argument("--trials", type=int, default=3, help="scaling: alternating pairs of 1- and 2-worker clusters")
     args = parser.parse_args()
     {"quality": quality, "rounds": rounds, "scaling": scaling, "synthetic": synthetic}[args.part](args)
 

@@ -15,6 +15,13 @@ import tempfile
 CLIENT_CONNECT_TIMEOUT = 20.0
 
 
+#: Dask settings of the workers a local cluster starts, as dotted keys (each nanny adds them to
+#: this process's settings, top-level keys only, and the worker sets them). Without a dashboard
+#: nothing shows the workers' statistical profiler, which samples every thread's stack every
+#: 10 ms: CPU taken from the computing thread when every core is busy.
+LOCAL_WORKER_CONFIG = {"distributed.worker.profile.enabled": False}
+
+
 def local_cluster_options(n_workers: int | None = None) -> dict:
     """Keyword arguments of ``distributed.LocalCluster`` for a local cluster of ``n_workers``
     single-threaded worker processes (default: one per core)."""
@@ -25,6 +32,7 @@ def local_cluster_options(n_workers: int | None = None) -> dict:
         "host": "127.0.0.1",
         "dashboard_address": None,
         "local_directory": tempfile.gettempdir(),  # keep dask-scratch-space out of the repo
+        "config": LOCAL_WORKER_CONFIG,  # to each worker's nanny
     }
 
 

@@ -34,7 +34,7 @@ import numpy as np
 from .dask_cluster import CLIENT_CONNECT_TIMEOUT, connect_scheduler, start_local_cluster
 from .generators import Candidates
 from .parallel import ShardStateLost, warm_up_kernels
-from .threads import thread_limit, worker_nthreads
+from .threads import numba_thread_limit, worker_nthreads
 
 logger = logging.getLogger(__name__)
 
@@ -107,7 +107,8 @@ _SHARD_STATES: dict = {}
 def _call_on_worker(function, candidates, shard, key, *args):
     """Run a shard function on its stored state; store the new state, return the summary.
 
-    numba and BLAS threads are held to the worker's thread count. A state that is missing although
+    numba's threads are held to the worker's thread count (a shard function calls numba kernels
+    and no BLAS; the nanny starts workers with one BLAS thread). A state that is missing although
     the shard has run before (its worker was lost and the task moved) raises ``ShardStateLost``,
     which the driver answers by rebuilding every shard from its ledger.
     """
@@ -119,7 +120,7 @@ def _call_on_worker(function, candidates, shard, key, *args):
         raise ShardStateLost(f"the state of shard {index} is not on worker {worker.address}")
     if isinstance(candidates, MappedCandidates):
         candidates = candidates.load()
-    with thread_limit(worker_nthreads(worker)):
+    with numba_thread_limit(worker_nthreads(worker)):
         state, summary = function(candidates, shard, _SHARD_STATES.get((token, index)), *args)
     _SHARD_STATES[token, index] = state
     return summary
@@ -130,7 +131,7 @@ def _warm_up_worker() -> float:
     starts with the threads the rounds will use)."""
     from distributed import get_worker  # runs on a worker: distributed is imported there already
 
-    with thread_limit(worker_nthreads(get_worker())):
+    with numba_thread_limit(worker_nthreads(get_worker())):
         return warm_up_kernels()
 
 

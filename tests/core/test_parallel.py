@@ -146,6 +146,25 @@ def test_dask_executor_gives_the_local_result(dask_shards):
     assert local.log_posterior == remote.log_posterior
 
 
+def _worker_settings(*names):
+    import dask
+
+    return [dask.config.get(name) for name in names]
+
+
+@pytest.mark.slow
+def test_local_workers_run_without_the_profiler_and_keep_the_other_settings(dask_shards):
+    """The local cluster's workers get LOCAL_WORKER_CONFIG merged over this process's settings."""
+    import dask
+
+    names = ("distributed.worker.profile.enabled", "distributed.worker.profile.interval", "distributed.nanny.pre-spawn-environ")
+    here = _worker_settings(*names)
+    assert here[0] is True  # the library's default in this process
+    for settings in dask_shards.client.run(_worker_settings, *names).values():
+        assert settings == [False, *here[1:]]
+    assert dask.config.get("distributed.worker.profile.enabled") is True  # this process unchanged
+
+
 def _kernel_warm_ups_here() -> int:
     from topicbench.core import parallel
 
