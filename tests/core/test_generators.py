@@ -312,3 +312,48 @@ def test_every_generator_has_a_naive_twin():
     """The generator list lives in core alone; the tests cover each name through its naive twin."""
     assert set(GENERATORS) == set(naive.GENERATORS)
     assert len(set(GENERATORS)) == len(GENERATORS)
+
+
+# ------------------------------------------------------------------------------------------------
+# The column stores: unsorted entries, sorted columns, the heads exact greedy sorts
+# ------------------------------------------------------------------------------------------------
+
+
+def reference_columns(candidates):
+    """Each word's stored entries (topic, value), by value high to low, ties by topic id."""
+    indptr, indices, values = candidates.indptr, candidates.indices, candidates.values
+    columns = [[] for _ in range(candidates.n_words)]
+    for t in range(candidates.n_topics):
+        for p in range(indptr[t], indptr[t + 1]):
+            columns[indices[p]].append((-values[p], t))
+    return [[(t, -negative) for negative, t in sorted(column)] for column in columns]
+
+
+def as_lists(col_indptr, col_topics, col_values):
+    return [list(zip(col_topics[col_indptr[v]:col_indptr[v + 1]].tolist(),
+                     col_values[col_indptr[v]:col_indptr[v + 1]].tolist())) for v in range(len(col_indptr) - 1)]
+
+
+@pytest.mark.parametrize("name, corpus", list(generator_corpora()))
+def test_column_entries_columns_and_heads_hold_the_stored_entries(name, corpus):
+    """``column_entries``: every stored entry of each word, in any order; ``columns``: sorted by
+    value (ties: lower topic id); ``column_heads``: the entries above the lowest best score of the
+    word's slots, in the same order."""
+    from topicbench.core import _kernels
+    from topicbench.core.solution import DocumentArrays
+
+    rng = np.random.default_rng(len(name))
+    for candidates in (keyword_candidates(corpus, "raw_umass"), keyword_candidates(corpus, "cooccurrence"),
+                       topic_matrix_candidates(np.round(rng.normal(size=(6, corpus.n_words)), 1),
+                                               vocabulary=corpus.vocabulary)):
+        expected = reference_columns(candidates)
+        assert not candidates.has_sorted_columns
+        entries = as_lists(*candidates.column_entries)
+        assert [sorted(column) for column in entries] == [sorted(column) for column in expected]
+        docs = DocumentArrays.from_corpus(corpus)
+        best = rng.choice(candidates.values, size=len(docs.words)) if candidates.n_stored else np.zeros(len(docs.words))
+        floor = np.full(corpus.n_words, np.inf)
+        np.minimum.at(floor, docs.words, best)
+        heads = as_lists(*_kernels.column_heads(*candidates.column_entries, docs.words, best))
+        assert heads == [[(t, x) for t, x in column if x > floor[v]] for v, column in enumerate(expected)]
+        assert as_lists(*candidates.columns) == expected and candidates.has_sorted_columns
