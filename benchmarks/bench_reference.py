@@ -17,12 +17,13 @@ Both run as a user would run them, each in a fresh child process whose wall time
 
 ``--before REV`` also times ``topicbench elda`` as it was at git revision REV of this repository
 (written to a temporary folder by ``revisions.revision_pythonpath``; its numba cache is compiled by an uncounted
-first run). No network access: the reference must already be cloned (the error says how).
+first run), its runs alternating with this repository's. No network access: the reference must already be cloned (the error says how).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -111,23 +112,30 @@ def topicbench_command(corpus: Path, generator: str, kappa: float, json_out: Pat
             "--kappa", str(kappa), "--json", str(json_out)]
 
 
-def time_topicbench(corpus: Path, generator: str, kappa: float, repeats: int, env=None) -> dict:
-    """The fastest of ``repeats`` timed runs (after one uncounted run that warms numba's cache)."""
-    runs = []
+def time_topicbench(corpus: Path, generator: str, kappa: float, repeats: int, envs: dict) -> dict:
+    """{label: the fastest of ``repeats`` timed runs} for each environment in ``envs`` (label ->
+    environment: this repository, or an earlier revision on PYTHONPATH). Each first has one
+    uncounted run that warms numba's cache; then the timed runs alternate between them, in
+    turned order every repeat, so that the machine's drift (tens of percent over minutes on
+    shared cores) falls on all alike."""
+    runs = {label: [] for label in envs}
     with tempfile.TemporaryDirectory(prefix="bench-reference-") as folder:
         json_out = Path(folder) / "elda.json"
         command = topicbench_command(corpus, generator, kappa, json_out)
-        run_measured(command, env=env)
-        for _ in range(repeats):
-            run = run_measured(command, env=env)
-            summary = json.loads(json_out.read_text(encoding="utf-8"))
-            stats = summary["stats"]
-            run.update(log_posterior=summary["log_posterior"], topics_used=summary["num_topics_used"],
-                       links=summary["num_links"], load_seconds=stats["load_seconds"],
-                       generate_seconds=stats["generate_seconds"], optimise_seconds=stats["optimise_seconds"])
-            run["startup_seconds"] = run["wall_seconds"] - run["load_seconds"] - run["generate_seconds"] - run["optimise_seconds"]
-            runs.append(run)
-    return min(runs, key=lambda run: run["wall_seconds"])
+        for env in envs.values():
+            run_measured(command, env=env)
+        labels = list(envs)
+        for repeat in range(repeats):
+            for label in (labels if repeat % 2 == 0 else labels[::-1]):
+                run = run_measured(command, env=envs[label])
+                summary = json.loads(json_out.read_text(encoding="utf-8"))
+                stats = summary["stats"]
+                run.update(log_posterior=summary["log_posterior"], topics_used=summary["num_topics_used"],
+                           links=summary["num_links"], load_seconds=stats["load_seconds"],
+                           generate_seconds=stats["generate_seconds"], optimise_seconds=stats["optimise_seconds"])
+                run["startup_seconds"] = run["wall_seconds"] - run["load_seconds"] - run["generate_seconds"] - run["optimise_seconds"]
+                runs[label].append(run)
+    return {label: min(found, key=lambda run: run["wall_seconds"]) for label, found in runs.items()}
 
 
 def check_reference(path: Path) -> None:
@@ -177,7 +185,7 @@ def main(argv=None) -> int:
     parser.add_argument("--data", type=Path, default=SHARED_DATA, help="folder holding the shared corpora")
     parser.add_argument("--generator", choices=sorted(REFERENCE_GENERATORS), default="raw_umass")
     parser.add_argument("--kappa", type=float, default=2.0)
-    parser.add_argument("--repeats", type=int, default=3, help="timed topicbench runs (the fastest is shown)")
+    parser.add_argument("--repeats", type=int, default=3, help="timed topicbench runs of each revision (the fastest is shown)")
     parser.add_argument("--before", metavar="REV", help="also time topicbench at this git revision")
     parser.add_argument("--no-reference", action="store_true", help="time topicbench only")
     args = parser.parse_args(argv)
@@ -188,12 +196,15 @@ def main(argv=None) -> int:
         check_reference(args.reference)
     print(f"{args.corpus}, {args.generator}, kappa {args.kappa:g}; {os.cpu_count()} cores, "
           f"load average at start {os.getloadavg()[0]:.1f}", flush=True)
-    if args.before:
-        with revision_pythonpath(args.before) as folder:
-            env = {**os.environ, "PYTHONPATH": str(folder)}
-            print(describe(f"topicbench @ {args.before}", time_topicbench(corpus, args.generator, args.kappa, args.repeats, env)), flush=True)
-    ours = time_topicbench(corpus, args.generator, args.kappa, args.repeats)
-    print(describe("topicbench elda", ours), flush=True)
+    with contextlib.ExitStack() as stack:
+        envs = {"topicbench elda": None}
+        if args.before:
+            folder = stack.enter_context(revision_pythonpath(args.before))
+            envs[f"topicbench @ {args.before}"] = {**os.environ, "PYTHONPATH": str(folder)}
+        timed = time_topicbench(corpus, args.generator, args.kappa, args.repeats, envs)
+    for label, run in reversed(timed.items()):
+        print(describe(label, run), flush=True)
+    ours = timed["topicbench elda"]
     if args.no_reference:
         return 0
     reference = time_reference(args.reference, args.corpus, args.generator, args.kappa)
