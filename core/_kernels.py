@@ -935,7 +935,7 @@ def extend_chains(
     moves on while the chain's running minimum gain (``chain_floor``, its key in that
     interleaving) stays at or above ``threshold``, for at most ``cap`` links. Returns the links
     made, per active document: topics and raw gains (``cap`` columns, -1 / NaN padded), keys, and
-    (links, entries read, full evaluations, single-topic evaluations). The links are not in the
+    (entries read, full evaluations, single-topic evaluations). The links are not in the
     linked list yet (:func:`append_links` puts them there); heads and floors are updated.
     """
     n = len(active)
@@ -943,7 +943,7 @@ def extend_chains(
     out_topics = np.full((n, cap), -1, dtype=np.int64)
     out_gains = np.full((n, cap), np.nan)
     out_keys = np.full((n, cap), np.nan)
-    work = np.zeros((n, 4), dtype=np.int64)
+    work = np.zeros((n, 3), dtype=np.int64)
     n_chunks = min(n_chunks, max(n, 1))
     longest = 0
     for i in range(n):
@@ -952,14 +952,12 @@ def extend_chains(
         scratch = evaluation_scratch(row_constants, longest)
         top_t = np.empty(size + 1, dtype=np.int64)
         top_g = np.empty(size + 1, dtype=np.float64)
-        counts = np.zeros(3, dtype=np.int64)
         for i in range(chunk, n, n_chunks):
             d = active[i]
             t = head_topic[d]
             g = head_gain[d]
             key = min(g, chain_floor[d])
             made = 0
-            counts[:] = 0
             while made < cap and t >= 0 and key >= threshold:
                 out_topics[i, made] = t
                 out_gains[i, made] = g
@@ -972,13 +970,11 @@ def extend_chains(
                     row_constants, constants_desc, col_indptr, col_topics, col_values,
                     row_indptr, row_words, row_values,
                     doc_head, link_topics, link_next, out_topics[i, :made],
-                    cache_topics, cache_bounds, cache_size, rest_bound, scratch, top_t, top_g, counts,
+                    cache_topics, cache_bounds, cache_size, rest_bound, scratch, top_t, top_g, work[i],
                 )
                 key = min(g, chain_floor[d])
             head_topic[d] = t
             head_gain[d] = g
-            work[i, 0] = made
-            work[i, 1:] = counts
     return out_topics, out_gains, out_keys, work
 
 

@@ -243,9 +243,10 @@ def _chain_rounds(run: _GreedyRun, head_topic: np.ndarray, head_gain: np.ndarray
             )
             run.made += len(rows)
             keys.append(chain_keys[rows, positions])
-            run.entries_read += int(work[:, 1].sum())
-            run.evaluations += int(work[:, 2].sum())
-            run.topic_evaluations += int(work[:, 3].sum())
+            entries, full, single = work.sum(axis=0).tolist()
+            run.entries_read += entries
+            run.evaluations += full
+            run.topic_evaluations += single
         run.order_links(first, np.concatenate(keys))
         run.chain_rounds += 1
         if run.made >= run.budget:  # greedy's first links of this round fill the budget

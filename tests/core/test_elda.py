@@ -194,20 +194,24 @@ def test_near_tie_divergences_are_rare():
     assert len(diverged) <= 3, f"{len(diverged)} of {N_INSTANCES * len(SOURCES)} instances diverge: {diverged}"
 
 
+def tie_free_instance(rng, *, min_documents: int):
+    """A corpus without repeated documents (at least ``min_documents`` of them) and a continuous
+    random topic matrix over it: no two gains tie. Returns (corpus, log_phi, candidates)."""
+    n_words = int(rng.integers(5, 41))
+    words = [f"w{i:02d}" for i in range(n_words)]
+    docs = set()
+    while len(docs) < int(rng.integers(min_documents, 31)):
+        docs.add(tuple(sorted(rng.choice(words, size=int(rng.integers(1, 31))))))
+    corpus = corpus_from_token_lists([list(d) for d in sorted(docs)], vocabulary=words)
+    log_phi = rng.normal(size=(int(rng.integers(3, 13)), n_words)) * 3.0
+    return corpus, log_phi, topic_matrix_candidates(log_phi, vocabulary=corpus.vocabulary)
+
+
 @pytest.mark.parametrize("seed", range(20))
 def test_fast_greedy_matches_naive_greedy_without_ties(seed):
     """Continuous random topic matrices over corpora without repeated documents: no two gains tie,
     so the order must match the reference exactly, with no near-tie allowance."""
-    rng = np.random.default_rng([seed, 99])
-    n_words = int(rng.integers(5, 41))
-    words = [f"w{i:02d}" for i in range(n_words)]
-    docs = set()
-    while len(docs) < int(rng.integers(5, 31)):
-        docs.add(tuple(sorted(rng.choice(words, size=int(rng.integers(1, 31))))))
-    corpus = corpus_from_token_lists([list(d) for d in sorted(docs)], vocabulary=words)
-    n_topics = int(rng.integers(3, 13))
-    log_phi = rng.normal(size=(n_topics, n_words)) * 3.0
-    candidates = topic_matrix_candidates(log_phi, vocabulary=corpus.vocabulary)
+    corpus, log_phi, candidates = tie_free_instance(np.random.default_rng([seed, 99]), min_documents=5)
     solution = fast_greedy(corpus, candidates, 3)
     ref_links, ref_gains = naive.naive_greedy(log_phi, corpus, 3)
     np.testing.assert_array_equal(solution.links, ref_links)

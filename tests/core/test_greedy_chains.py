@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_elda import SOURCES, feasible_kappas, make_instance
+from test_elda import SOURCES, feasible_kappas, make_instance, tie_free_instance
 
 import naive
 from topicbench.core import greedy
@@ -77,15 +77,7 @@ def test_chain_rounds_match_the_naive_greedy_without_ties(seed, monkeypatch):
     """Continuous random topic matrices, no repeated documents: no two gains tie, so chain rounds
     must give the reference greedy's order exactly."""
     chains_forced(monkeypatch, "quarter")
-    rng = np.random.default_rng([seed, 123])
-    n_words = int(rng.integers(5, 41))
-    words = [f"w{i:02d}" for i in range(n_words)]
-    docs = set()
-    while len(docs) < int(rng.integers(10, 31)):
-        docs.add(tuple(sorted(rng.choice(words, size=int(rng.integers(1, 31))))))
-    corpus = corpus_from_token_lists([list(d) for d in sorted(docs)], vocabulary=words)
-    log_phi = rng.normal(size=(int(rng.integers(3, 13)), n_words)) * 3.0
-    candidates = topic_matrix_candidates(log_phi, vocabulary=corpus.vocabulary)
+    corpus, log_phi, candidates = tie_free_instance(np.random.default_rng([seed, 123]), min_documents=10)
     solution = fast_greedy(corpus, candidates, 3)
     assert solution.stats["chain_rounds"] > 0
     ref_links, _ = naive.naive_greedy(log_phi, corpus, 3)
