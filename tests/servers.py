@@ -62,7 +62,8 @@ class Server:
 
         pids = []
         for process in psutil.process_iter(["pid"]):
-            with contextlib.suppress(psutil.Error):
+            # A process may exit between the listing and the look-up: gone, so not in the group.
+            with contextlib.suppress(psutil.Error, ProcessLookupError):
                 if os.getpgid(process.pid) == self.process.pid and process.status() != psutil.STATUS_ZOMBIE:
                     pids.append(process.pid)
         return pids
