@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -259,6 +260,39 @@ def test_memory_mapped_and_scattered_candidates_give_the_same_result(dask_shards
         dask_shards.memory_map = True
     np.testing.assert_array_equal(mapped.links, scattered.links)
     assert mapped.log_posterior == scattered.log_posterior
+
+
+def test_candidates_go_to_shared_memory_only_while_it_has_room(tmp_path, monkeypatch):
+    import shutil
+    from collections import namedtuple
+
+    import psutil
+
+    from topicbench.core.dask_shards import SHARED_MEMORY_SHARE, candidates_folder
+
+    assert candidates_folder(1000, tmp_path) == tmp_path
+    free = shutil.disk_usage(tmp_path).free
+    assert candidates_folder(int(free * SHARED_MEMORY_SHARE * 1.01), tmp_path) is None  # not its free space
+    assert candidates_folder(1000, tmp_path / "absent") is None
+    memory = namedtuple("memory", "available")
+    monkeypatch.setattr(psutil, "virtual_memory", lambda: memory(4000))
+    assert candidates_folder(1000, tmp_path) == tmp_path
+    assert candidates_folder(1001, tmp_path) is None  # more than a quarter of the available memory
+
+
+@pytest.mark.slow
+def test_mapped_candidates_are_written_where_chosen_and_removed_with_the_executors_maps(dask_shards, tmp_path, monkeypatch):
+    from topicbench.core import dask_shards as module
+
+    monkeypatch.setattr(module, "SHARED_MEMORY", tmp_path)
+    corpus, candidates = instance(9, "raw_umass")
+    solution = parallel_elda(corpus, candidates, 2, n_shards=2, seed=0, executor=Borrowed(dask_shards))
+    directory = Path(dask_shards._mapped[1].directory)
+    assert directory.parent == tmp_path
+    assert sorted(p.name for p in directory.iterdir()) == sorted(f"{name}.npy" for name in module._MAPPED_ARRAYS)
+    np.testing.assert_array_equal(solution.links, parallel_elda(corpus, candidates, 2, n_shards=2, seed=0).links)
+    dask_shards._remove_mapped_files()
+    assert not directory.exists()
 
 
 def test_mapped_candidates_round_trip_through_pickle(tmp_path):
