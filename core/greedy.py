@@ -37,9 +37,10 @@ PROGRESS_EVERY = 2000
 
 #: FastInitialize's first round reads every stored entry of every document's words, each an
 #: update of a scattered topic. A word whose column holds more than DENSE_ROW_FRACTION of the
-#: topics instead adds a dense float32 row over all topics, a vectorised pass that costs less
-#: per topic (measured on congress: one row pass ~ 1/10 of a scan of the same length). Rows are
-#: taken by the work they save, most first, within DENSE_ROWS_BYTES.
+#: topics instead adds a dense row over all topics (int16 multiples of a quantum:
+#: :func:`._kernels.dense_first_round_rows`), a vectorised pass that costs less per topic
+#: (measured on congress: one row pass ~ 1/10 of a scan of the same length). Rows are taken by
+#: the work they save, most first, within DENSE_ROWS_BYTES.
 DENSE_ROW_FRACTION = 1 / 8
 DENSE_ROWS_BYTES = 64 * 2**20
 #: Topics each document keeps in its cache of next-best gains (FastGreedy's lazy re-evaluation).
@@ -64,13 +65,13 @@ def first_round(docs: DocumentArrays, candidates: Candidates, best: np.ndarray):
     """
     col_indptr, col_topics, col_values = candidates.column_entries
     dense_words = _dense_words(docs, candidates)
-    dense_rows, largest = _kernels.dense_first_round_rows(
+    dense_rows, quantum = _kernels.dense_first_round_rows(
         col_indptr, col_topics, col_values, candidates.row_constants, dense_words, NULL_TOPIC_LOG_SCORE
     )
     dense_row_of_word = np.full(candidates.n_words, -1, dtype=np.int64)
     dense_row_of_word[dense_words] = np.arange(len(dense_words))
     topics, gains, entries = _kernels.first_round_best_topics(
-        dense_rows, largest, dense_row_of_word, docs.indptr, docs.words, docs.counts, best,
+        dense_rows, quantum, dense_row_of_word, docs.indptr, docs.words, docs.counts, best,
         candidates.row_constants, col_indptr, col_topics, col_values,
         candidates.indptr, candidates.indices, candidates.values, numba.get_num_threads(),
     )
@@ -84,7 +85,8 @@ def _dense_words(docs: DocumentArrays, candidates: Candidates) -> np.ndarray:
     n_topics = candidates.n_topics
     column_lengths = np.diff(candidates.column_entries[0])
     saved = np.bincount(docs.words, minlength=candidates.n_words) * (column_lengths - DENSE_ROW_FRACTION * n_topics)
-    ranked = np.argsort(-saved, kind="stable")[: max(0, DENSE_ROWS_BYTES // (4 * max(n_topics, 1)))]
+    row_bytes = np.dtype(np.int16).itemsize * max(n_topics, 1)
+    ranked = np.argsort(-saved, kind="stable")[: max(0, DENSE_ROWS_BYTES // row_bytes)]
     return np.sort(ranked[saved[ranked] > 0]).astype(np.int64)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
 import re
 from collections import Counter
@@ -85,7 +86,7 @@ class PreprocessConfig:
 def tokenize(text: str, config: PreprocessConfig) -> list[str]:
     """One document's tokens under ``config``."""
     if config.preprocessed:
-        return [token for token in text.split(" ") if token]
+        return list(filter(None, text.split(" ")))  # no empty tokens from repeated spaces
     if config.lowercase:
         text = text.lower()
     tokens = _pattern(config.token_pattern).findall(text)
@@ -166,7 +167,7 @@ def build_corpus(
     offsets = np.zeros(len(keep) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     tokens = np.fromiter(
-        (t for d in keep for t in documents[d]), dtype=np.int32, count=int(offsets[-1])
+        itertools.chain.from_iterable(documents[d] for d in keep), dtype=np.int32, count=int(offsets[-1])
     )
     pick = (lambda values: None if values is None else tuple(str(values[d]) for d in keep))
     return Corpus(
@@ -228,8 +229,10 @@ def _map_to_ids(documents, index: dict, config: PreprocessConfig, *, given_vocab
     unknown = Counter()
     mapped = []
     for doc in documents:
-        ids = [index.get(token, -1) for token in doc]
-        if -1 in ids:
+        try:
+            ids = list(map(index.__getitem__, doc))  # every word known: the common case, in C
+        except KeyError:
+            ids = [index.get(token, -1) for token in doc]
             unknown.update(t for t, i in zip(doc, ids) if i < 0)
             ids = [i for i in ids if i >= 0]
         mapped.append(ids)

@@ -488,7 +488,7 @@ def test_result_does_not_depend_on_the_number_of_threads():
 @pytest.mark.parametrize("row_fraction", [1e12, None, -1.0], ids=["all_scans", "default", "all_rows"])
 @pytest.mark.parametrize("seed", range(8))
 def test_first_round_dense_rows_and_scans_agree_with_naive(seed, row_fraction, monkeypatch):
-    """FastInitialize's first round adds frequent words as float32 dense rows and scans the other
+    """FastInitialize's first round adds frequent words as quantised dense rows and scans the other
     words' columns; whichever way each word goes, the links match the naive greedy."""
     from topicbench.core import greedy
 

@@ -122,9 +122,29 @@ def test_documents_whose_every_topic_gains_nothing_take_the_lowest_ids():
         np.testing.assert_array_equal(gains, [0.0, 0.0, 0.0])
 
 
-def test_first_round_resolves_gains_closer_than_float32_rounding(monkeypatch):
-    """Dense rows are float32, which cannot tell topics 0 and 1 apart here (their scores differ
-    by 1e-9 on one word); the exact check after the approximate pass must: documents with that
+@pytest.mark.parametrize("seed", range(6))
+def test_dense_first_round_rows_are_each_score_to_within_half_a_quantum(seed):
+    """A dense row holds what its word adds to each topic's first-round gain, max(0, L - max(c,
+    null)), as int16 multiples of the row's quantum: its largest addition is the top level, every
+    entry lies within half a quantum of its score, and a topic with nothing stored adds zero."""
+    rng = np.random.default_rng([seed, 31])
+    L, candidates, *_ = random_instance(rng, n_topics=int(rng.integers(3, 40)), n_words=12, n_docs=1)
+    words = np.sort(rng.choice(12, size=5, replace=False)).astype(np.int64)
+    rows, quantum = _kernels.dense_first_round_rows(
+        *candidates.column_entries, candidates.row_constants, words, NULL
+    )
+    assert rows.dtype == np.int16
+    for h, v in enumerate(words):
+        adds = np.where(L[:, v] > candidates.row_constants, L[:, v] - np.maximum(candidates.row_constants, NULL), 0.0)
+        assert quantum[h] == pytest.approx(adds.max() / _kernels.DENSE_ROW_LEVELS, rel=1e-15)
+        assert rows[h].max() == (_kernels.DENSE_ROW_LEVELS if adds.max() > 0 else 0)
+        assert (np.abs(rows[h] * quantum[h] - adds) <= quantum[h] * (0.5 + 1e-9)).all()
+        assert not rows[h][adds == 0].any()
+
+
+def test_first_round_resolves_gains_closer_than_the_dense_rows_quantum(monkeypatch):
+    """Dense rows are int16 multiples of a quantum, which cannot tell topics 0 and 1 apart here
+    (their scores differ by 1e-9 on one word); the exact check after the approximate pass must: documents with that
     word take topic 1, the others tie and take the lower id, topic 0."""
     from topicbench.core import greedy
     from topicbench.core.preprocess import corpus_from_token_lists
