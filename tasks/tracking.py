@@ -51,6 +51,11 @@ HEARTBEAT_SECONDS = 30.0
 STALE_RUN_SECONDS = 600.0
 #: How long a process waits for the lock of a sqlite store held by another.
 STORE_LOCK_SECONDS = 300.0
+#: How long an interrupted benchmark keeps trying to mark its open runs while the store is busy
+#: (an sqlite store that another connection holds locked answers "database is locked"), and the
+#: pause between tries. Any other failure (a server gone) is not retried: the command exits.
+ABANDON_RETRY_SECONDS = 20.0
+ABANDON_RETRY_PAUSE = 0.5
 #: Schemes MLflow 3 stores runs in without an opt-in (SQLAlchemy databases and servers).
 DATABASE_SCHEMES = ("sqlite", "postgresql", "mysql", "mssql")
 SERVER_SCHEMES = ("http", "https")
@@ -382,14 +387,24 @@ class Tracker:
         with the cause. Never raises: the caller re-raises ``error``."""
         status = "FAILED" if isinstance(error, Exception) else "KILLED"
         reason = f"the benchmark stopped: {describe_stop(error)}"
-        for run_id in list(self.open_runs):
-            try:
-                if self.client.get_run(run_id).info.status == "RUNNING":
-                    self._set_tags(run_id, {ERROR_TAG: reason[:4900], END_REASON: reason[:4900]})
-                    self.client.set_terminated(run_id, status)
-                self.open_runs.discard(run_id)
-            except Exception as failure:  # the store itself may be what failed; the next run sweeps
-                logger.warning("could not mark run %s %s: %s", run_id, status, failure)
+        deadline = time.monotonic() + ABANDON_RETRY_SECONDS
+        failures = {}
+        while True:
+            failures = {}
+            for run_id in list(self.open_runs):
+                try:
+                    if self.client.get_run(run_id).info.status == "RUNNING":
+                        self._set_tags(run_id, {ERROR_TAG: reason[:4900], END_REASON: reason[:4900]})
+                        self.client.set_terminated(run_id, status)
+                    self.open_runs.discard(run_id)
+                except Exception as failure:  # a store busy or gone: tried again until the deadline
+                    failures[run_id] = failure
+            busy = all(_store_busy(failure) for failure in failures.values())
+            if not failures or not busy or time.monotonic() >= deadline:
+                break
+            time.sleep(ABANDON_RETRY_PAUSE)
+        for run_id, failure in failures.items():  # the next run on this store sweeps them (stale claims)
+            logger.warning("could not mark run %s %s: %s", run_id, status, failure)
         logger.info("open runs marked %s: %s", status, reason)
 
     # -- claims -------------------------------------------------------------------------------
@@ -619,6 +634,11 @@ class Tracker:
         self.client.log_inputs(
             run_id, datasets=[DatasetInput(dataset._to_mlflow_entity(), tags=[InputTag("mlflow.data.context", "training")])]
         )
+
+
+def _store_busy(error: BaseException) -> bool:
+    """Whether ``error`` is a database lock that a later try may find released."""
+    return "database is locked" in str(error)
 
 
 def describe_stop(error: BaseException) -> str:

@@ -281,3 +281,42 @@ def test_two_processes_on_one_fresh_store_fit_each_run_once(tiny_octis, tmp_path
     assert {r.info.status for r in runs} == {"FINISHED"}
     # fitted once, by one or the other: each process's summary line counts the runs it fitted and logged
     assert sum(int(n) for o in outputs for n in re.findall(r"(\d+) runs logged", o)) == 4, outputs
+
+
+def test_an_interrupted_benchmark_marks_its_runs_killed_once_a_busy_store_frees(store, monkeypatch):
+    """abandon() tries again while the store answers "database is locked" (another connection
+    holds it), and gives up at once on any other failure (the next run's sweep marks them)."""
+    from mlflow.exceptions import MlflowException
+
+    from topicbench.tasks import tracking
+
+    monkeypatch.setattr(tracking, "ABANDON_RETRY_PAUSE", 0.01)
+    tracker = Tracker(store, "claims")
+    runs = [tracker.claim("p", job(key)).run_id for key in ("k1", "k2")]
+    real_set_terminated = tracker.client.set_terminated
+    refusals = {"left": 3}
+
+    def busy_then_free(run_id, status):
+        if refusals["left"]:
+            refusals["left"] -= 1
+            raise MlflowException("(sqlite3.OperationalError) database is locked")
+        return real_set_terminated(run_id, status)
+
+    monkeypatch.setattr(tracker.client, "set_terminated", busy_then_free)
+    tracker.abandon(KeyboardInterrupt())
+    assert refusals["left"] == 0
+    assert [MlflowClient(store).get_run(r).info.status for r in runs] == ["KILLED", "KILLED"]
+    assert not tracker.open_runs
+
+    gone = Tracker(store, "claims")
+    run = gone.claim("p", job("k3")).run_id
+    calls = []
+
+    def unreachable(run_id, status):
+        calls.append(run_id)
+        raise MlflowException("API request failed: connection refused")
+
+    monkeypatch.setattr(gone.client, "set_terminated", unreachable)
+    gone.abandon(KeyboardInterrupt())
+    assert calls == [run]  # tried once: no retries against a store that is not merely busy
+    assert MlflowClient(store).get_run(run).info.status == "RUNNING" and gone.open_runs == {run}
