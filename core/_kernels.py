@@ -27,6 +27,15 @@ _SERIAL = dict(cache=True, nogil=True)
 # ----------------------------------------------------------------------------------------------
 
 
+@nb.njit(**_SERIAL)
+def offsets_of(lengths):
+    """CSR offsets (an ``indptr``) of consecutive segments of these lengths: 0, then running sums."""
+    indptr = np.zeros(len(lengths) + 1, dtype=np.int64)
+    for i in range(len(lengths)):
+        indptr[i + 1] = indptr[i] + lengths[i]
+    return indptr
+
+
 #: A row of C longer than n_words / DENSE_ROW_FRACTION is read off its dense counts in word order
 #: (n_words steps); a shorter one sorts its word ids (length x log(length) steps).
 DENSE_ROW_FRACTION = 16
@@ -49,9 +58,7 @@ def cooccurrence_matrix(doc_indptr, doc_words, word_indptr, word_docs, n_words, 
                         last_seen[v] = u
                         count += 1
             lengths[u] = count
-    indptr = np.zeros(n_words + 1, dtype=np.int64)
-    for u in range(n_words):
-        indptr[u + 1] = indptr[u] + lengths[u]
+    indptr = offsets_of(lengths)
     indices = np.empty(indptr[-1], dtype=np.int32)
     counts = np.empty(indptr[-1], dtype=np.int32)
     for chunk in nb.prange(n_chunks):
@@ -154,10 +161,7 @@ def keyword_rows(indptr, indices, counts, kept_words, log_norm, generator, epsil
     """CSR rows (word ids, values) of the kept keyword topics."""
     scores = count_scores(counts.max() if len(counts) else 0, generator, epsilon)
     n_topics = len(kept_words)
-    out_indptr = np.zeros(n_topics + 1, dtype=np.int64)
-    for t in range(n_topics):
-        u = kept_words[t]
-        out_indptr[t + 1] = out_indptr[t] + indptr[u + 1] - indptr[u]
+    out_indptr = offsets_of(indptr[kept_words + 1] - indptr[kept_words])
     out_words = np.empty(out_indptr[-1], dtype=np.int32)
     out_values = np.empty(out_indptr[-1], dtype=np.float64)
     # Cyclic over rows: the vocabulary comes most frequent first, so the first rows are longest.
@@ -179,13 +183,15 @@ def keyword_column_entries(indptr, indices, counts, topic_of_word, log_norm, gen
     (not sorted by value: :func:`sort_columns_by_value` or :func:`column_heads` do that)."""
     scores = count_scores(counts.max() if len(counts) else 0, generator, epsilon)
     n_words = len(indptr) - 1
-    col_indptr = np.zeros(n_words + 1, dtype=np.int64)
-    for v in range(n_words):
-        kept = 0
-        for p in range(indptr[v], indptr[v + 1]):
-            if topic_of_word[indices[p]] >= 0:
-                kept += 1
-        col_indptr[v + 1] = col_indptr[v] + kept
+    lengths = np.zeros(n_words, dtype=np.int64)
+    for chunk in nb.prange(CYCLIC_CHUNKS):
+        for v in range(chunk, n_words, CYCLIC_CHUNKS):
+            kept = 0
+            for p in range(indptr[v], indptr[v + 1]):
+                if topic_of_word[indices[p]] >= 0:
+                    kept += 1
+            lengths[v] = kept
+    col_indptr = offsets_of(lengths)
     col_topics = np.empty(col_indptr[-1], dtype=np.int32)
     col_values = np.empty(col_indptr[-1], dtype=np.float64)
     for chunk in nb.prange(CYCLIC_CHUNKS):  # cyclic: frequent words (long columns) come first
@@ -235,9 +241,7 @@ def column_heads(col_indptr, col_topics, col_values, doc_words, best):
                 if col_values[p] > floor[v]:
                     kept += 1
             lengths[v] = kept
-    head_indptr = np.zeros(n_words + 1, dtype=np.int64)
-    for v in range(n_words):
-        head_indptr[v + 1] = head_indptr[v] + lengths[v]
+    head_indptr = offsets_of(lengths)
     head_topics = np.empty(head_indptr[-1], dtype=np.int32)
     head_values = np.empty(head_indptr[-1], dtype=np.float64)
     for chunk in nb.prange(CYCLIC_CHUNKS):  # cyclic: frequent words (long columns) come first

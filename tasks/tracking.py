@@ -388,7 +388,6 @@ class Tracker:
         status = "FAILED" if isinstance(error, Exception) else "KILLED"
         reason = f"the benchmark stopped: {describe_stop(error)}"
         deadline = time.monotonic() + ABANDON_RETRY_SECONDS
-        failures = {}
         while True:
             failures = {}
             for run_id in list(self.open_runs):
