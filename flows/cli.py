@@ -22,6 +22,7 @@ from topicbench.flows.checks import (
 from topicbench.flows.config import DEFAULT_TRACKING_DATABASE, DEFAULT_TRACKING_URI
 from topicbench.flows.console import configure_console, quiet_worker_consoles
 from topicbench.flows.runtime import prefect_defaults
+from topicbench.flows.startup import defer_imports
 
 logger = logging.getLogger("topicbench")
 
@@ -548,6 +549,7 @@ def main(argv=None) -> int:
     import signal
     import traceback
 
+    defer_imports()
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

@@ -53,3 +53,28 @@ def test_exact_elda_does_not_import_scipy_sparse(elda_modules):
 def test_the_check_sees_imports(elda_modules):
     # the listing is real: what the command does use is in it
     assert {"numba", "topicbench.core.greedy", "topicbench.core.generators"} <= elda_modules
+
+
+def test_exact_elda_does_not_load_numpy_f2py(elda_modules):
+    # numba's BLAS check imports scipy.linalg, whose array-API layer touches every attribute of
+    # numpy, numpy.f2py included; the command defers it (flows/startup.py), so its modules never run
+    assert "numpy.f2py" in elda_modules  # registered, lazily
+    assert "numpy.f2py.crackfortran" not in elda_modules
+
+
+_DEFER_THEN_USE = """
+import sys
+from topicbench.flows.startup import defer_imports
+deferred = defer_imports(("numpy.f2py", "not_a_module_anywhere.child"))
+import scipy.linalg  # reads numpy.f2py through numpy's module __getattr__
+loaded_by_scipy = "numpy.f2py.crackfortran" in sys.modules
+import numpy
+include = numpy.f2py.get_include()  # the first use runs the real import
+print(deferred, loaded_by_scipy, "numpy.f2py.crackfortran" in sys.modules, include.endswith("src"))
+"""
+
+
+def test_a_deferred_module_loads_on_first_use():
+    done = subprocess.run([sys.executable, "-c", _DEFER_THEN_USE], capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["['numpy.f2py']", "False", "True", "True"]
