@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/bench_parallel.py quality     # 3 corpora x 2 generators: F, rounds
     .venv/bin/python benchmarks/bench_parallel.py rounds      # nested reuters subsets: a log D + b
     .venv/bin/python benchmarks/bench_parallel.py scaling     # reuters on 1 and 2 Dask workers, alternating, first run and repeats
+    .venv/bin/python benchmarks/bench_parallel.py round-trip  # a round's Dask overhead: tasks vs Client.run, 1 and 2 workers
     .venv/bin/python benchmarks/bench_parallel.py synthetic   # 10^6 documents, |V| = 10^5, 2 workers
     .venv/bin/python benchmarks/bench_parallel.py synthetic --documents 10000 100000 --vocabulary 10000 100000 \
         --workers 1 2                                          # the README's grid of measured points
@@ -155,6 +156,45 @@ def _timed_runs(corpus, workers: int, args) -> list:
     return runs
 
 
+def _busy(milliseconds: float) -> int:
+    """A shard round's stand-in: this much CPU on the worker, a small answer."""
+    started = time.perf_counter()
+    while time.perf_counter() - started < milliseconds / 1000:
+        pass
+    return 0
+
+
+def round_trip(args):
+    """What one round costs beyond its work, on 1 and 2 local workers: a round as tasks (submit
+    one per worker, gather) against a round out of band (``Client.run``, as DaskShards runs them),
+    each round doing ``--work-ms`` of CPU on every worker, alternating the two ways."""
+    from distributed import Client
+
+    from topicbench.core.dask_cluster import start_local_cluster
+
+    ms, rounds = args.work_ms, args.round_count
+    print(f"{rounds} rounds of {ms:.0f} ms of work per worker; overhead = ms a round beyond the work; "
+          f"load average before: {_load()}")
+    for workers in (1, 2):
+        with start_local_cluster(workers) as cluster, Client(cluster) as client:
+            addresses = sorted(client.scheduler_info()["workers"])
+            client.run(_busy, 1.0)  # connections opened before timing
+            overhead = {"tasks": [], "Client.run": []}
+            for trial in range(args.trials):
+                started = time.perf_counter()
+                for _ in range(rounds):
+                    client.gather([client.submit(_busy, ms, workers=[a], pure=False) for a in addresses])
+                overhead["tasks"].append((time.perf_counter() - started) / rounds * 1000 - ms)
+                started = time.perf_counter()
+                for _ in range(rounds):
+                    client.run(_busy, ms, workers=addresses)
+                overhead["Client.run"].append((time.perf_counter() - started) / rounds * 1000 - ms)
+            print(f"{workers} worker{'s' if workers > 1 else ' '}: " + "; ".join(
+                f"{way} {np.median(v):.1f} ms a round ({', '.join(f'{x:.1f}' for x in v)})" for way, v in overhead.items()
+            ), flush=True)
+    print(f"load average after: {_load()}")
+
+
 def synthetic(args):
     """Synthetic LDA corpora (every ``--documents`` x ``--vocabulary``) through ``topicbench elda
     --algorithm parallel --workers N`` (every ``--workers``) on a local cluster, as a user runs it:
@@ -253,7 +293,7 @@ def _status_fields(pid: int) -> dict:
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("part", choices=("quality", "rounds", "scaling", "synthetic"))
+    parser.add_argument("part", choices=("quality", "rounds", "scaling", "round-trip", "synthetic"))
     parser.add_argument("--data", default=str(SHARED_DATA), help="folder of the shared corpora (default: %(default)s)")
     parser.add_argument("--kappa", type=float, default=2.0)
     parser.add_argument("--epsilon", type=float, default=0.1)
@@ -265,9 +305,13 @@ def main():
     parser.add_argument("--workers", type=int, nargs="+", default=[2], help="synthetic: Dask workers (one or more)")
     parser.add_argument("--verbose", action="store_true", help="synthetic: print each command")
     parser.add_argument("--repeats", type=int, default=3, help="scaling: timed runs after the first")
-    parser.add_argument("--trials", type=int, default=3, help="scaling: alternating pairs of 1- and 2-worker clusters")
+    parser.add_argument("--trials", type=int, default=3,
+                        help="scaling: alternating pairs of 1- and 2-worker clusters; round-trip: timed sets per way")
+    parser.add_argument("--work-ms", type=float, default=40.0, help="round-trip: CPU milliseconds per worker per round")
+    parser.add_argument("--round-count", type=int, default=40, help="round-trip: rounds per timed set")
     args = parser.parse_args()
-    {"quality": quality, "rounds": rounds, "scaling": scaling, "synthetic": synthetic}[args.part](args)
+    parts = {"quality": quality, "rounds": rounds, "scaling": scaling, "round-trip": round_trip, "synthetic": synthetic}
+    parts[args.part](args)
 
 
 if __name__ == "__main__":

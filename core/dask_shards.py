@@ -9,6 +9,12 @@ worker-local object between rounds (the driver's ledger of links rebuilds it if 
 lost). Only round summaries (the links accepted) come back to the driver; a round sends the
 workers a function and a threshold, never arrays.
 
+Rounds run out of band (``Client.run``): one message to each worker through the scheduler and one
+answer back. As tasks, a round also went through the scheduler's task bookkeeping and a separate
+fetch of each result: 10-16 ms a round with one worker and 20-24 ms with two on 2 cores, against
+4-6 ms (measured with 40 ms of work per round). Parallel E-LDA runs tens of rounds, each of tens
+of milliseconds, so that was a tenth of a run on reuters and more of it with more workers.
+
 Worker processes start cold: numba's kernels load from the on-disk cache (or compile) on first
 use, which took seconds inside the first timed round. Each worker therefore warms its kernels up
 once (:func:`.parallel.warm_up_kernels`), all in parallel, starting as soon as the executor
@@ -127,31 +133,49 @@ def _unmap(directory: str) -> None:
     _MAPPED_CANDIDATES.pop(directory, None)
 
 
-#: Shard states on this worker process, by (run token, shard index). Keeping them here rather than
-#: as Dask futures makes a round one task per shard (each Dask hop costs ~10 ms on 2 cores).
+#: What each shard's rounds need on this worker process, by (run token, shard index): the
+#: candidates (opened once) and the shard's documents, placed by :meth:`DaskShards.start`.
+_PLACED: dict = {}
+#: Shard states on this worker process, by (run token, shard index). They stay here between
+#: rounds: a round sends a function and a threshold, never arrays.
 _SHARD_STATES: dict = {}
 
 
-def _call_on_worker(function, candidates, shard, key, *args):
-    """Run a shard function on its stored state; store the new state, return the summary.
-
-    numba's threads are held to the worker's thread count (a shard function calls numba kernels
-    and no BLAS; the nanny starts workers with one BLAS thread). A state that is missing although
-    the shard has run before (its worker was lost and the task moved) raises ``ShardStateLost``,
-    which the driver answers by rebuilding every shard from its ledger.
-    """
-    from distributed import get_worker  # runs on a worker: distributed is imported there already
-
-    token, index, fresh = key
-    worker = get_worker()
-    if not fresh and (token, index) not in _SHARD_STATES:
-        raise ShardStateLost(f"the state of shard {index} is not on worker {worker.address}")
+def _place_shard(candidates, shard, key) -> None:
+    """Keep a shard's documents and the candidates on this worker for the run's rounds (a task
+    pinned to the shard's home worker, so Dask delivers the scattered data)."""
     if isinstance(candidates, MappedCandidates):
         candidates = candidates.load()
-    with numba_thread_limit(worker_nthreads(worker)):
-        state, summary = function(candidates, shard, _SHARD_STATES.get((token, index)), *args)
-    _SHARD_STATES[token, index] = state
-    return summary
+    _PLACED[key] = (candidates, shard)
+
+
+async def _run_shards(token, function, args, jobs, dask_worker=None):
+    """One round on this worker's shards, run out of band (``Client.run``): ``jobs`` maps worker
+    addresses to ``[(shard index, fresh, extra args)]``. The work runs on the worker's own task
+    thread, so its event loop keeps answering (heartbeats) through a long round. Returns
+    ``[(index, summary)]``, or the index of a shard whose data or state this worker no longer
+    has (its memory was lost since the last round): the driver then rebuilds every shard."""
+    import asyncio
+
+    mine = jobs.get(dask_worker.address, [])
+    threads = worker_nthreads(dask_worker)
+    return await asyncio.get_running_loop().run_in_executor(
+        dask_worker.executors["default"], _run_shards_here, token, function, args, mine, threads
+    )
+
+
+def _run_shards_here(token, function, args, jobs, threads):
+    done = []
+    for index, fresh, extra in jobs:
+        placed = _PLACED.get((token, index))
+        if placed is None or (not fresh and (token, index) not in _SHARD_STATES):
+            return index
+        candidates, shard = placed
+        with numba_thread_limit(threads):
+            state, summary = function(candidates, shard, _SHARD_STATES.get((token, index)), *args, *extra)
+        _SHARD_STATES[token, index] = state
+        done.append((index, summary))
+    return done
 
 
 def _warm_up_worker() -> float:
@@ -166,6 +190,13 @@ def _warm_up_worker() -> float:
 def _forget_states(token) -> None:
     for key in [k for k in _SHARD_STATES if k[0] == token]:
         del _SHARD_STATES[key]
+
+
+def _forget_run(token) -> None:
+    """Drop a run's shard states and placed data on this worker."""
+    _forget_states(token)
+    for key in [k for k in _PLACED if k[0] == token]:
+        del _PLACED[key]
 
 
 class DaskShards:
@@ -206,7 +237,6 @@ class DaskShards:
         self.memory_map = self._cluster is not None if memory_map is None else bool(memory_map)
         self.n_workers = max(1, len(client.scheduler_info()["workers"]))
         self._token = None  # names this run's shard states on the workers
-        self._last_round = []  # the futures of the last round's summaries (see run)
         self._mapped = None  # (candidates object, MappedCandidates) written by this executor
         self._warm_ups = {}  # worker address -> future of its kernel warm-up (seconds)
         self.warm_up_seconds = 0.0  # what the last start waited for the workers' warm-ups
@@ -226,12 +256,18 @@ class DaskShards:
         else:
             self._candidates = client.scatter(candidates, broadcast=True)
         self._home = [workers[i % len(workers)] for i in range(len(shards))]
-        self._shards = [client.scatter(shard, workers=[home]) for shard, home in zip(shards, self._home)]
         self._forget()
         self._token = uuid.uuid4().hex
         self._started = [False] * len(shards)
+        placed = [
+            client.submit(
+                _place_shard, self._candidates, client.scatter(shard, workers=[home]), (self._token, i),
+                workers=[home], allow_other_workers=False, pure=False,
+            )
+            for i, (shard, home) in enumerate(zip(shards, self._home))
+        ]
         waiting = time.perf_counter()
-        client.gather(self._warm_up(workers))
+        client.gather(self._warm_up(workers) + placed)
         self.warm_up_seconds = time.perf_counter() - waiting
 
     def _warm_up(self, workers) -> list:
@@ -262,29 +298,27 @@ class DaskShards:
         return self._mapped[1]
 
     def run(self, function, *args, per_shard_args=None) -> list:
-        client = self.client
-        summaries = []
-        for i, (shard, home) in enumerate(zip(self._shards, self._home)):
-            extra = per_shard_args[i] if per_shard_args is not None else ()
-            summaries.append(
-                client.submit(
-                    _call_on_worker, function, self._candidates, shard, (self._token, i, not self._started[i]),
-                    *args, *extra, workers=[home], allow_other_workers=False, pure=False,
-                )
-            )
-        # The last round's futures are released only now, after this round's tasks are sent: the
-        # client batches its messages to the scheduler every 10 ms, so a release sent between
-        # rounds held back the next round's tasks (about 5 ms a round, measured).
-        self._last_round = summaries
-        gathered = client.gather(summaries)
-        self._started = [True] * len(self._shards)
-        return gathered
+        """One round: every worker runs its shards (``Client.run``, one message each way per
+        worker; tasks cost two more hops a round through the scheduler, about 15 ms on 2 cores)."""
+        jobs = {}
+        for i, home in enumerate(self._home):
+            extra = tuple(per_shard_args[i]) if per_shard_args is not None else ()
+            jobs.setdefault(home, []).append((i, not self._started[i], extra))
+        answers = self.client.run(_run_shards, self._token, function, args, jobs, workers=list(jobs))
+        summaries = [None] * len(self._home)
+        for address, answer in answers.items():
+            if not isinstance(answer, list):
+                raise ShardStateLost(f"the state of shard {answer} is not on worker {address}")
+            for index, summary in answer:
+                summaries[index] = summary
+        self._started = [True] * len(self._home)
+        return summaries
 
     def _forget(self) -> None:
         """Drop the previous run's shard states on every worker."""
         if self._token is not None:
             try:
-                self.client.run(_forget_states, self._token)
+                self.client.run(_forget_run, self._token)
             except Exception as error:  # a worker that is gone has forgotten them anyway
                 logger.debug("could not drop shard states of run %s: %s", self._token, error)
             self._token = None
@@ -303,8 +337,7 @@ class DaskShards:
     def close(self) -> None:
         if self.client.status == "running":
             self._forget()
-        self._shards = []
-        self._last_round = []
+        self._home = []
         self._candidates = None
         self._remove_mapped_files()
         if self._own_client:

@@ -226,26 +226,62 @@ def test_a_worker_killed_mid_run_does_not_corrupt_the_result(dask_shards):
 
 
 @pytest.mark.slow
-def test_a_lost_shard_state_is_rebuilt_from_the_ledger(dask_shards):
-    """A worker that keeps its address but loses its memory (the states vanish between rounds)."""
+@pytest.mark.parametrize("lost", ["_forget_states", "_forget_run"])
+def test_a_lost_shard_state_is_rebuilt_from_the_ledger(dask_shards, lost):
+    """A worker that keeps its address but loses its memory between rounds: the shard states
+    (``_forget_states``), or the states and the shards' documents (``_forget_run``)."""
     from topicbench.core import dask_shards as distributed
 
     corpus, candidates = instance(5, "raw_umass")
     reference = parallel_elda(corpus, candidates, 3, n_shards=2, seed=1)
     rounds = []
 
-    def forget_every_state_in_round_3(made, budget, log_posterior):
+    def forget_in_round_3(made, budget, log_posterior):
         rounds.append(made)
         if len(rounds) == 3:
-            dask_shards.client.run(distributed._forget_states, dask_shards._token)
+            dask_shards.client.run(getattr(distributed, lost), dask_shards._token)
 
     solution = parallel_elda(
         corpus, candidates, 3, n_shards=2, seed=1, executor=Borrowed(dask_shards),
-        on_progress=forget_every_state_in_round_3,
+        on_progress=forget_in_round_3,
     )
     assert len(rounds) > 3
     np.testing.assert_array_equal(solution.links, reference.links)
     assert solution.stats["recovered_shards"] == 2
+
+
+def _sleep_then_count(candidates, shard, state, seconds):
+    import time
+
+    time.sleep(seconds)
+    return state, len(shard.documents)
+
+
+@pytest.mark.slow
+def test_a_long_round_leaves_the_workers_answering(dask_shards):
+    """A round runs on each worker's task thread, not its event loop: while a shard function
+    works for seconds, the worker still answers other requests (heartbeats, Client.run) at once."""
+    import threading
+    import time
+
+    from topicbench.core.parallel import DocumentArrays, split_shards
+
+    corpus, candidates = instance(3, "raw_umass")
+    shards = split_shards(DocumentArrays.from_corpus(corpus), 2)
+    dask_shards.start(candidates, shards)
+    try:
+        answers = []
+        round_ = threading.Thread(target=lambda: answers.append(dask_shards.run(_sleep_then_count, 3.0)))
+        round_.start()
+        time.sleep(0.5)
+        asked = time.perf_counter()
+        pids = dask_shards.client.run(os.getpid)
+        answered = time.perf_counter() - asked
+        round_.join()
+    finally:
+        dask_shards._forget()
+    assert len(pids) == 2 and answered < 2.0, answered
+    assert answers == [[len(s.documents) for s in shards]]
 
 
 @pytest.mark.slow
