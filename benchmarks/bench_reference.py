@@ -104,6 +104,13 @@ def run_measured(command, *, cwd=None, env=None) -> dict:
     return {"wall_seconds": wall, "peak_gb": usage.ru_maxrss / 2**20, "stdout": stdout, "stderr": stderr}
 
 
+def writing_bytecode(env: dict | None) -> dict:
+    """``env`` (None: this process's environment) with Python allowed to write bytecode."""
+    env = dict(os.environ if env is None else env)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
 def topicbench_command(corpus: Path, generator: str, kappa: float, json_out: Path) -> list[str]:
     """``topicbench elda`` as a user runs it (the console script beside this interpreter)."""
     script = Path(sys.executable).with_name("topicbench")
@@ -115,15 +122,17 @@ def topicbench_command(corpus: Path, generator: str, kappa: float, json_out: Pat
 def time_topicbench(corpus: Path, generator: str, kappa: float, repeats: int, envs: dict) -> dict:
     """{label: the fastest of ``repeats`` timed runs} for each environment in ``envs`` (label ->
     environment: this repository, or an earlier revision on PYTHONPATH). Each first has one
-    uncounted run that warms numba's cache; then the timed runs alternate between them, in
-    turned order every repeat, so that the machine's drift (tens of percent over minutes on
-    shared cores) falls on all alike."""
+    uncounted run, as a user's first run: it warms numba's cache and writes the bytecode of the
+    modules that have none (even where PYTHONDONTWRITEBYTECODE is set, as on this machine, where
+    every run would otherwise compile this project's modules again: 0.1 s). Then the timed runs
+    alternate between them, in turned order every repeat, so that the machine's drift (tens of
+    percent over minutes on shared cores) falls on all alike."""
     runs = {label: [] for label in envs}
     with tempfile.TemporaryDirectory(prefix="bench-reference-") as folder:
         json_out = Path(folder) / "elda.json"
         command = topicbench_command(corpus, generator, kappa, json_out)
         for env in envs.values():
-            run_measured(command, env=env)
+            run_measured(command, env=writing_bytecode(env))
         labels = list(envs)
         for repeat in range(repeats):
             for label in (labels if repeat % 2 == 0 else labels[::-1]):
