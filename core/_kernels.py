@@ -1175,3 +1175,42 @@ def independent_links(
                 out_topics[d, j] = t
                 out_gains[d, j] = g
     return out_topics, out_gains
+
+
+# ----------------------------------------------------------------------------------------------
+# Outputs: each row's largest entries (a topic's top words).
+# ----------------------------------------------------------------------------------------------
+
+
+@nb.njit(**_PARALLEL)
+def rows_top_entries(indptr, columns, values, constants, width, n_chunks):
+    """Each row's up to ``width`` stored entries above its constant, largest first (ties: lower
+    column first): (columns padded with -1, count per row). A row keeps a sorted buffer of its
+    best ``width`` so far; most entries lose to the buffer's last and cost one comparison."""
+    n_rows = len(indptr) - 1
+    tops = np.full((n_rows, width), -1, dtype=np.int64)
+    counts = np.zeros(n_rows, dtype=np.int64)
+    n_chunks = min(n_chunks, max(n_rows, 1))
+    for chunk in nb.prange(n_chunks):
+        kept = np.empty(max(width, 1), dtype=values.dtype)
+        for r in range(chunk, n_rows, n_chunks):
+            k = 0
+            for e in range(indptr[r], indptr[r + 1]):
+                v = values[e]
+                c = np.int64(columns[e])
+                if not v > constants[r] or width == 0:
+                    continue
+                if k == width:
+                    if v < kept[k - 1] or (v == kept[k - 1] and c > tops[r, k - 1]):
+                        continue
+                    k -= 1  # the last one drops out
+                i = k
+                while i > 0 and (kept[i - 1] < v or (kept[i - 1] == v and tops[r, i - 1] > c)):
+                    kept[i] = kept[i - 1]
+                    tops[r, i] = tops[r, i - 1]
+                    i -= 1
+                kept[i] = v
+                tops[r, i] = c
+                k += 1
+            counts[r] = k
+    return tops, counts

@@ -186,7 +186,9 @@ class Solution:
             arrays = {"links": self.links, "link_gains": self.link_gains, "objective_trace": self.objective_trace}
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(_json_text(self.summary(top_n), arrays) + "\n", encoding="utf-8")
+        summary = self.summary(top_n)
+        records = {"topics": summary.pop("topics")}
+        path.write_text(_json_text(summary, records, arrays) + "\n", encoding="utf-8")
         return path
 
     def to_output(
@@ -291,14 +293,16 @@ def solution_from_links(
     )
 
 
-def _json_text(summary: dict, arrays: dict) -> str:
-    """One JSON object: the summary indented for reading, then each array on one line.
+def _json_text(summary: dict, records: dict, arrays: dict) -> str:
+    """One JSON object: the summary indented for reading, then each list of ``records`` with one
+    record a line, then each array on one line.
 
-    json's indenting encoder is pure Python; the arrays (a run's every link) go through its C
-    encoder instead, four times faster (0.13 s against 0.04 s for congress's 7,704 links).
+    json's indenting encoder is pure Python; records and arrays go through its C encoder instead
+    (congress: 7,704 links 0.13 s against 0.04 s; 2,544 topic records 0.04 s against 0.01 s).
     """
-    text = json.dumps(summary, indent=1, ensure_ascii=False)
-    if not arrays:
-        return text
-    lines = [f" {json.dumps(name)}: {json.dumps(np.asarray(value).tolist())}" for name, value in arrays.items()]
-    return (text[:-2] + ",\n" if summary else "{\n") + ",\n".join(lines) + "\n}"
+    parts = [json.dumps(summary, indent=1, ensure_ascii=False)[2:-2]] if summary else []
+    for name, items in records.items():
+        lines = ",\n".join(f"  {json.dumps(item, ensure_ascii=False)}" for item in items)
+        parts.append(f" {json.dumps(name)}: [\n{lines}\n ]" if items else f" {json.dumps(name)}: []")
+    parts += [f" {json.dumps(name)}: {json.dumps(np.asarray(value).tolist())}" for name, value in arrays.items()]
+    return "{\n" + ",\n".join(parts) + "\n}"

@@ -20,12 +20,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # scipy.sparse is imported where used: `topicbench elda` never needs it
     import scipy.sparse as sp
 
+from . import _kernels
 from .corpus import segment_ids
 from .validation import InputError
 
@@ -190,16 +192,12 @@ class ConstantPlusSparse:
         """Each row's ``n`` largest entries' columns, largest first, ties by lower column: what
         ``np.argsort(-row, kind="stable")[:n]`` gives, without the dense rows."""
         width = min(int(n), self.n_columns)
+        above, counts = _kernels.rows_top_entries(
+            self.indptr, self.indices, self.values, self.row_constants, width, numba.get_num_threads()
+        )
         tops = []
         for r in range(len(self.row_constants)):
-            span = slice(self.indptr[r], self.indptr[r + 1])
-            values, columns = self.values[span], self.indices[span]
-            above = values > self.row_constants[r]
-            values, columns = values[above], columns[above].astype(np.int64)
-            if len(values) > width > 0:  # keep what can rank: values from the width-th largest up
-                kept = values >= np.partition(values, len(values) - width)[len(values) - width]
-                values, columns = values[kept], columns[kept]
-            top = columns[np.lexsort((columns, -values))][:width]
+            top = above[r, : counts[r]]
             if len(top) < width:  # then the columns at the constant, in column order, then those below it
                 top = np.concatenate([top, self._columns_at_or_below_constant(r, width - len(top))])
             tops.append(top)
