@@ -173,7 +173,8 @@ def _run_shards_here(token, function, args, jobs, threads):
         candidates, shard = placed
         with numba_thread_limit(threads):
             state, summary = function(candidates, shard, _SHARD_STATES.get((token, index)), *args, *extra)
-        _SHARD_STATES[token, index] = state
+        if (token, index) in _PLACED:  # else the run was forgotten while this round ran
+            _SHARD_STATES[token, index] = state
         done.append((index, summary))
     return done
 
@@ -188,15 +189,18 @@ def _warm_up_worker() -> float:
 
 
 def _forget_states(token) -> None:
-    for key in [k for k in _SHARD_STATES if k[0] == token]:
-        del _SHARD_STATES[key]
+    # runs on the worker's event loop while a round may be storing states on its task thread:
+    # list() copies the keys in one step, so the dict cannot change while they are read
+    for key in [k for k in list(_SHARD_STATES) if k[0] == token]:
+        _SHARD_STATES.pop(key, None)
 
 
 def _forget_run(token) -> None:
-    """Drop a run's shard states and placed data on this worker."""
+    """Drop a run's placed data and shard states on this worker (a round still running for the
+    run, one that the driver abandoned, then stores no state: see :func:`_run_shards_here`)."""
+    for key in [k for k in list(_PLACED) if k[0] == token]:
+        _PLACED.pop(key, None)
     _forget_states(token)
-    for key in [k for k in _PLACED if k[0] == token]:
-        del _PLACED[key]
 
 
 class DaskShards:

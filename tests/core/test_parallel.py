@@ -284,6 +284,32 @@ def test_a_long_round_leaves_the_workers_answering(dask_shards):
     assert answers == [[len(s.documents) for s in shards]]
 
 
+def _states_on_worker(token) -> int:
+    from topicbench.core import dask_shards as distributed
+
+    return sum(key[0] == token for key in list(distributed._SHARD_STATES) + list(distributed._PLACED))
+
+
+@pytest.mark.slow
+def test_a_run_dropped_while_its_round_runs_leaves_nothing_on_the_workers(dask_shards):
+    """Ctrl-C during a round: the driver drops the run (``close`` does) while the workers still
+    work; the round's states are not stored after that."""
+    import threading
+    import time
+
+    from topicbench.core.parallel import DocumentArrays, split_shards
+
+    corpus, candidates = instance(4, "raw_umass")
+    dask_shards.start(candidates, split_shards(DocumentArrays.from_corpus(corpus), 2))
+    token = dask_shards._token
+    round_ = threading.Thread(target=lambda: dask_shards.run(_sleep_then_count, 2.0))
+    round_.start()
+    time.sleep(0.5)
+    dask_shards._forget()  # what close() does first
+    round_.join()
+    assert set(dask_shards.client.run(_states_on_worker, token).values()) == {0}
+
+
 @pytest.mark.slow
 def test_memory_mapped_and_scattered_candidates_give_the_same_result(dask_shards):
     corpus, candidates = instance(6, "cooccurrence")
