@@ -275,7 +275,9 @@ def test_a_signal_ends_every_run_killed_and_stops_the_server(slow_corpus, tmp_pa
     assert wait_gone(children, 10) == []
     runs = all_runs(store)
     unfinished = [r for r in runs if r.info.status != "FINISHED"]
-    assert parents(unfinished) and {r.info.status for r in unfinished} == {"KILLED"}, [(r.info.run_name, r.info.status) for r in runs]
+    assert parents(unfinished) and {r.info.status for r in unfinished} == {"KILLED"}, (
+        [(r.info.run_name, r.info.status) for r in runs], output[-3000:]
+    )
     assert all(r.data.tags.get("topicbench.end_reason", "").startswith("the benchmark stopped") for r in unfinished)
 
 
