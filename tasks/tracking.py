@@ -387,6 +387,8 @@ class Tracker:
         with the cause. Never raises: the caller re-raises ``error``."""
         status = "FAILED" if isinstance(error, Exception) else "KILLED"
         reason = f"the benchmark stopped: {describe_stop(error)}"
+        if status == "KILLED":
+            release_interrupted_calls(error)
         deadline = time.monotonic() + ABANDON_RETRY_SECONDS
         while True:
             failures = {}
@@ -633,6 +635,27 @@ class Tracker:
         self.client.log_inputs(
             run_id, datasets=[DatasetInput(dataset._to_mlflow_entity(), tags=[InputTag("mlflow.data.context", "training")])]
         )
+
+
+def release_interrupted_calls(error: BaseException) -> None:
+    """Let go of what the calls that ``error`` (an interrupt) cut short still hold.
+
+    An interrupt that lands inside a store call (a sqlite write in MLflow's ``log_batch``, say)
+    can leave that call's database session alive in the frames of the exception's traceback, its
+    write transaction open: the store then answers "database is locked" to every later call,
+    ours included, until the process exits, so no open run could be marked. Clearing the locals
+    of those finished frames (and of the exceptions chained to it) frees the session, and its
+    connection rolls back as it returns to the pool. The traceback itself (files and lines) is
+    kept for printing.
+    """
+    import gc
+
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        traceback.clear_frames(error.__traceback__)  # frames still running are left alone
+        error = error.__cause__ or error.__context__
+    gc.collect()  # sessions sit in reference cycles
 
 
 def _store_busy(error: BaseException) -> bool:

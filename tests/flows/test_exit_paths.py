@@ -271,6 +271,7 @@ def test_a_signal_ends_every_run_killed_and_stops_the_server(slow_corpus, tmp_pa
     children = [child.pid for child in psutil.Process(process.pid).children(recursive=True)]
     process.send_signal(signal_number)
     output = process.communicate(timeout=300)[0]
+    print(output)  # shown by pytest when the test fails
     assert process.returncode == 130 and "interrupted" in output, output[-3000:]
     assert wait_gone(children, 10) == []
     runs = all_runs(store)

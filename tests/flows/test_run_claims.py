@@ -283,6 +283,33 @@ def test_two_processes_on_one_fresh_store_fit_each_run_once(tiny_octis, tmp_path
     assert sum(int(n) for o in outputs for n in re.findall(r"(\d+) runs logged", o)) == 4, outputs
 
 
+def test_an_interrupt_inside_a_store_write_does_not_keep_the_store_locked(store, monkeypatch):
+    """Ctrl-C inside a write (MLflow's log_batch on sqlite, seen under load) left the write's
+    connection, its transaction open, alive in the interrupt's traceback: every later call of the
+    process found the store locked, so abandon() could mark no run. It lets that call go first."""
+    import sqlite3
+
+    from topicbench.tasks import tracking
+
+    monkeypatch.setattr(tracking, "ABANDON_RETRY_SECONDS", 2.0)
+    tracker = Tracker(store, "claims")
+    runs = [tracker.claim("p", job(key)).run_id for key in ("k1", "k2")]
+
+    def interrupted_write():
+        connection = sqlite3.connect(store.removeprefix("sqlite:///"), timeout=0.1)
+        connection.execute("BEGIN IMMEDIATE")  # the store's write lock, as a write in progress holds it
+        raise KeyboardInterrupt
+
+    try:
+        interrupted_write()
+    except KeyboardInterrupt as error:
+        interrupt = error
+    tracker.abandon(interrupt)
+    assert [MlflowClient(store).get_run(r).info.status for r in runs] == ["KILLED", "KILLED"]
+    assert not tracker.open_runs
+    assert interrupt.__traceback__ is not None  # still printable
+
+
 def test_an_interrupted_benchmark_marks_its_runs_killed_once_a_busy_store_frees(store, monkeypatch):
     """abandon() tries again while the store answers "database is locked" (another connection
     holds it), and gives up at once on any other failure (the next run's sweep marks them)."""
