@@ -24,7 +24,9 @@ from topicbench.tasks.embeddings import embed_documents
 from topicbench.tasks.fit import fit_and_score
 from topicbench.tasks.progress import listening
 from topicbench.tasks.records import settings_key
-from topicbench.tasks.tracking import Tracker, check_tracking_uri, log_failed_run, log_model_run, run_record
+from topicbench.tasks.tracking import (
+    Tracker, check_tracking_uri, exception_chain, log_failed_run, log_model_run, run_record,
+)
 
 from .config import BenchmarkConfig, CorpusSpec, ModelSpec
 from .console import CONSOLE
@@ -197,13 +199,9 @@ def raise_interrupt_behind(error: BaseException) -> None:
     ``ValueError("Task run is not set")``, and the interrupt survives only as that error's context.
     Without this the interrupt would be recorded as one failed fit and the benchmark would go on.
     """
-    seen = set()
-    cause = error
-    while cause is not None and id(cause) not in seen:
+    for cause in exception_chain(error):
         if isinstance(cause, (KeyboardInterrupt, SystemExit, TerminationSignal)):
             raise cause
-        seen.add(id(cause))
-        cause = cause.__cause__ or cause.__context__
 
 
 def finished_one_by_one(futures: dict, poll_seconds: float = 0.5):

@@ -650,12 +650,18 @@ def release_interrupted_calls(error: BaseException) -> None:
     """
     import gc
 
+    for raised in exception_chain(error):
+        traceback.clear_frames(raised.__traceback__)  # frames still running are left alone
+    gc.collect()  # sessions sit in reference cycles
+
+
+def exception_chain(error: BaseException | None):
+    """``error``, then the exception it was raised from or while handling, and so on (each once)."""
     seen = set()
     while error is not None and id(error) not in seen:
         seen.add(id(error))
-        traceback.clear_frames(error.__traceback__)  # frames still running are left alone
+        yield error
         error = error.__cause__ or error.__context__
-    gc.collect()  # sessions sit in reference cycles
 
 
 def _store_busy(error: BaseException) -> bool:
