@@ -14,6 +14,8 @@ from collections import namedtuple
 import numba as nb
 import numpy as np
 
+from ._kernel_cache import load_cached_kernels_directly
+
 _PARALLEL = dict(parallel=True, cache=True, nogil=True)
 
 #: Work items per parallel loop over words, dealt cyclically: words come most frequent first,
@@ -623,6 +625,27 @@ def dense_first_round_rows(col_indptr, col_topics, col_values, row_constants, de
     return rows, quantum
 
 
+@nb.njit(**_SERIAL)
+def add_dense_rows(corrections, dense_rows, rows, steps, n_rows):
+    """corrections += sum_i steps[i] * dense_rows[rows[i]] over the first n_rows, eight rows a
+    pass over the topics: each pass loads and stores ``corrections`` (larger than the L1 cache on
+    the paper's corpora) once for eight rows, which about halves the first round's main loop."""
+    i = 0
+    while i + 8 <= n_rows:
+        r0, r1, r2, r3 = dense_rows[rows[i]], dense_rows[rows[i + 1]], dense_rows[rows[i + 2]], dense_rows[rows[i + 3]]
+        r4, r5, r6, r7 = dense_rows[rows[i + 4]], dense_rows[rows[i + 5]], dense_rows[rows[i + 6]], dense_rows[rows[i + 7]]
+        s0, s1, s2, s3, s4, s5, s6, s7 = steps[i], steps[i + 1], steps[i + 2], steps[i + 3], steps[i + 4], steps[i + 5], steps[i + 6], steps[i + 7]
+        for t in range(len(corrections)):
+            corrections[t] += (s0 * r0[t] + s1 * r1[t] + s2 * r2[t] + s3 * r3[t]) + (s4 * r4[t] + s5 * r5[t] + s6 * r6[t] + s7 * r7[t])
+        i += 8
+    while i < n_rows:
+        row = dense_rows[rows[i]]
+        step = steps[i]
+        for t in range(len(corrections)):
+            corrections[t] += step * row[t]
+        i += 1
+
+
 #: Gains within this relative distance of a document's best approximate gain are recomputed
 #: exactly (float64 sums in another order differ by about 1e-13 relative).
 FIRST_ROUND_SLACK = 1e-9
@@ -656,20 +679,22 @@ def first_round_best_topics(
         window_topics = np.empty(n_topics, dtype=np.int64)
         window_gains = np.empty(n_topics, dtype=np.float64)
         scratch = evaluation_scratch(row_constants[:0], longest)
+        doc_rows = np.empty(longest, dtype=np.int64)
+        doc_steps = np.empty(longest, dtype=np.float64)
         for d in range(chunk, n, n_chunks):
             m = document_base(d, doc_indptr, doc_counts, best, scratch)
             read = 0
             error = 0.0
+            n_rows = 0
             for j in range(doc_indptr[d], doc_indptr[d + 1]):
                 v = doc_words[j]
                 count = doc_counts[j]
                 h = dense_row_of_word[v]
                 if h >= 0:
-                    row = dense_rows[h]
-                    step = count * dense_quantum[h]
-                    for t in range(n_topics):
-                        corrections[t] += step * row[t]
-                    error += step
+                    doc_rows[n_rows] = h
+                    doc_steps[n_rows] = count * dense_quantum[h]
+                    error += doc_steps[n_rows]
+                    n_rows += 1
                     continue
                 b = best[j]
                 for p in range(col_indptr[v], col_indptr[v + 1]):  # entries in any order: no early stop
@@ -678,6 +703,7 @@ def first_round_best_topics(
                         t = col_topics[p]
                         corrections[t] += count * (value - max(row_constants[t], b))
                         read += 1
+            add_dense_rows(corrections, dense_rows, doc_rows, doc_steps, n_rows)
             entries[d] = read
             error *= 1.01  # twice half a quantum per count, with room for float64 rounding
             top = -np.inf
@@ -1214,3 +1240,7 @@ def rows_top_entries(indptr, columns, values, constants, width, n_chunks):
                 k += 1
             counts[r] = k
     return tops, counts
+
+
+# a cached kernel loads without numba's compiler start-up (0.3-0.5 s a process): see _kernel_cache
+load_cached_kernels_directly(globals())

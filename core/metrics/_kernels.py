@@ -12,6 +12,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from .._kernel_cache import load_cached_kernels_directly
+
 
 @numba.njit(cache=True)
 def presence_runs(local_ids, doc_offsets, window, n_words):
@@ -148,3 +150,7 @@ def listed_pair_counts(run_word, run_start, run_end, n_words, partner_indptr, pa
                 counts[partner_slots[k]] += min(end, v_end) - start
         end_of[u] = end
     return counts
+
+
+# a cached kernel loads without numba's compiler start-up (0.3-0.5 s a process): see _kernel_cache
+load_cached_kernels_directly(globals())
