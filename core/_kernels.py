@@ -258,6 +258,27 @@ def column_heads(col_indptr, col_topics, col_values, doc_words, best):
     return head_indptr, head_topics, head_values
 
 
+@nb.njit(**_SERIAL)
+def columns_of_rows(indptr, indices, values, n_columns):
+    """The column store (col_indptr, col_topics, col_values) of CSR rows: a counting sort by
+    column, so each column lists its rows in ascending order (one pass to count, one to place)."""
+    col_indptr = np.zeros(n_columns + 1, dtype=np.int64)
+    for e in range(len(indices)):
+        col_indptr[indices[e] + 1] += 1
+    for v in range(n_columns):
+        col_indptr[v + 1] += col_indptr[v]
+    col_topics = np.empty(len(indices), dtype=np.int32)
+    col_values = np.empty(len(indices), dtype=np.float64)
+    filled = col_indptr[:-1].copy()
+    for t in range(len(indptr) - 1):
+        for e in range(indptr[t], indptr[t + 1]):
+            q = filled[indices[e]]
+            col_topics[q] = t
+            col_values[q] = values[e]
+            filled[indices[e]] = q + 1
+    return col_indptr, col_topics, col_values
+
+
 @nb.njit(**_PARALLEL)
 def sort_columns_by_value(col_indptr, col_topics, col_values):
     """Sort each column's entries by value, high to low, in place; ties keep their order (stable)."""

@@ -87,13 +87,7 @@ class Candidates:
         whole columns needs (FastInitialize's first round), without the cost of sorting them."""
         if "columns" in self.__dict__:
             return self.__dict__["columns"]
-        import scipy.sparse as sp  # imported here for its import cost: keyword topics build theirs directly
-
-        by_column = sp.csr_matrix(
-            (self.values, self.indices, self.indptr), shape=(self.n_topics, self.n_words)
-        ).tocsc()
-        by_column.sort_indices()
-        return by_column.indptr.astype(np.int64), by_column.indices.astype(np.int32), by_column.data.astype(np.float64)
+        return _kernels.columns_of_rows(self.indptr, self.indices, self.values, self.n_words)
 
     @cached_property
     def columns(self) -> tuple:
@@ -256,23 +250,18 @@ def topic_matrix_candidates(
     n_words = n_words if n_words is not None else (len(vocabulary) if vocabulary is not None else None)
     if n_words is None:
         n_words = np.shape(log_phi)[1] if np.ndim(log_phi) == 2 else 0
-    import scipy.sparse as sp  # imported here for its import cost: keyword topics do without it
-
     matrix = check_topic_matrix(log_phi, n_words)
     labels = check_labels(labels if labels is not None else [f"topic_{t}" for t in range(len(matrix))], len(matrix))
     constants = matrix.min(axis=1)
-    stored = sp.csr_matrix(np.where(matrix > constants[:, None], matrix, 0.0))
-    # csr_matrix drops zeros: keep stored entries whose value is exactly 0.0 as well
-    mask = matrix > constants[:, None]
-    if stored.nnz != int(mask.sum()):
-        rows, cols = np.nonzero(mask)
-        stored = sp.csr_matrix((matrix[rows, cols], (rows, cols)), shape=matrix.shape)
-    stored.sort_indices()
+    stored = matrix > constants[:, None]
+    rows, columns = np.nonzero(stored)  # row by row, columns ascending: CSR order
+    indptr = np.zeros(len(matrix) + 1, dtype=np.int64)
+    np.cumsum(stored.sum(axis=1), out=indptr[1:])
     return Candidates(
         row_constants=constants.astype(np.float64),
-        indptr=stored.indptr.astype(np.int64),
-        indices=stored.indices.astype(np.int32),
-        values=stored.data.astype(np.float64),
+        indptr=indptr,
+        indices=columns.astype(np.int32),
+        values=matrix[rows, columns].astype(np.float64),
         n_words=n_words,
         labels=tuple(labels),
         keywords=None,

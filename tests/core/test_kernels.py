@@ -122,6 +122,26 @@ def test_documents_whose_every_topic_gains_nothing_take_the_lowest_ids():
         np.testing.assert_array_equal(gains, [0.0, 0.0, 0.0])
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_the_column_store_of_rows_is_scipys_csc(seed):
+    """Each column lists the rows holding it, row ids ascending, with their values: scipy's
+    ``tocsc`` with sorted indices (empty rows and columns included)."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng([seed, 7])
+    n_rows, n_columns = int(rng.integers(1, 30)), int(rng.integers(1, 40))
+    matrix = sp.random(n_rows, n_columns, density=float(rng.uniform(0, 0.5)), format="csr", random_state=seed)
+    matrix.sort_indices()
+    columns = _kernels.columns_of_rows(
+        matrix.indptr.astype(np.int64), matrix.indices.astype(np.int32), matrix.data, n_columns,
+    )
+    expected = matrix.tocsc()
+    expected.sort_indices()
+    for got, want in zip(columns, (expected.indptr, expected.indices, expected.data)):
+        np.testing.assert_array_equal(got, want)
+    assert [a.dtype for a in columns] == [np.int64, np.int32, np.float64]
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_dense_first_round_rows_are_each_score_to_within_half_a_quantum(seed):
     """A dense row holds what its word adds to each topic's first-round gain, max(0, L - max(c,

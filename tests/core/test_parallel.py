@@ -196,6 +196,18 @@ def test_the_kernel_warm_up_runs_once_per_process(monkeypatch):
     assert _kernel_warm_ups_here() == 1
 
 
+def test_the_kernel_warm_up_imports_no_scipy_sparse():
+    """A worker's warm-up is on the first run's critical path, once per worker: its tiny instance
+    is built without ``scipy.sparse`` (whose import, with scipy's array-API layer, took 0.2 s)."""
+    import subprocess
+    import sys
+
+    probe = "import sys; from topicbench.core.parallel import warm_up_kernels; warm_up_kernels(); print('scipy.sparse' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "False"
+
+
 @pytest.mark.slow
 def test_a_worker_killed_mid_run_does_not_corrupt_the_result(dask_shards):
     from topicbench.core.io import load_corpus
