@@ -122,6 +122,27 @@ def test_documents_whose_every_topic_gains_nothing_take_the_lowest_ids():
         np.testing.assert_array_equal(gains, [0.0, 0.0, 0.0])
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_columns_sort_by_value_high_to_low_keeping_the_order_of_ties(seed):
+    """Every column sorted as ``np.argsort(-values, kind="stable")`` sorts it: short columns (by
+    insertion) and long ones (by radix), negative and positive values, many ties, 0.0 and -0.0
+    (equal, so they keep their order), and empty columns."""
+    rng = np.random.default_rng([seed, 11])
+    lengths = rng.choice([0, 1, 2, 5, 31, 32, 33, 200, 3000], size=40)
+    indptr = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=indptr[1:])
+    pool = np.concatenate([rng.normal(0, 50, size=20), [0.0, -0.0, 1e-300, -1e-300, 7.25, -7.25]])
+    values = rng.choice(pool, size=int(indptr[-1])) * rng.choice([1.0, 1.0, 1 + 1e-15], size=int(indptr[-1]))
+    topics = np.arange(len(values), dtype=np.int32)
+    got_topics, got_values = topics.copy(), values.copy()
+    _kernels.sort_columns_by_value(indptr, got_topics, got_values)
+    for v in range(len(lengths)):
+        span = slice(indptr[v], indptr[v + 1])
+        order = np.argsort(-values[span], kind="stable")
+        np.testing.assert_array_equal(got_topics[span], topics[span][order])
+        np.testing.assert_array_equal(got_values[span], values[span][order])
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_the_column_store_of_rows_is_scipys_csc(seed):
     """Each column lists the rows holding it, row ids ascending, with their values: scipy's
