@@ -4,11 +4,11 @@ Before numba loads a cached kernel it refreshes its whole target context, as if 
 imports every implementation module (numpy's, and through its BLAS check all of ``scipy.linalg``)
 and installs their typing and lowering registries. That is 0.3-0.5 s on the first kernel call of
 every process (a tenth of ``topicbench elda`` on congress, and again in every Dask worker), and a
-cached kernel needs none of it: its machine code calls only numba's runtime (NRT, initialised
-here), the C helpers and math functions that numba links when it creates the context, for
-``parallel=True`` the threading layer, which the cached kernel's own start-up launches, and for
-typed dicts, sets and strings the hash secrets, which the modules that reading the cached kernel
-imports install (``tests/core/test_kernel_cache.py`` runs one of each kind).
+cached kernel needs none of it. Its machine code calls only numba's runtime (NRT, initialised
+here); the C helpers and math functions that numba links when it creates the context; for
+``parallel=True``, the threading layer, which the cached kernel's own start-up launches; and for
+typed dicts, sets and strings, the hash secrets, installed by the modules that reading the cached
+kernel imports (``tests/core/test_kernel_cache.py`` runs one kernel of each kind).
 
 Only the loading is changed. A cache miss (a first run, an edited kernel, another numba) compiles
 as numba always does, and its compiler refreshes the context first. Another package's cached

@@ -209,7 +209,7 @@ def keyword_column_entries(indptr, indices, counts, topic_of_word, log_norm, gen
     return col_indptr, col_topics, col_values
 
 
-#: Segments up to this long are sorted by insertion; longer ones by radix (:func:`_radix_sort_segment`).
+#: Segments up to this long are sorted by insertion, longer ones by radix (:func:`_sort_segment_by_value`).
 INSERTION_SORT_MAX = 32
 _SIGN_BIT = np.uint64(1) << np.uint64(63)
 
