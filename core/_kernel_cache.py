@@ -20,25 +20,21 @@ from __future__ import annotations
 
 from numba.core.caching import FunctionCache
 from numba.core.dispatcher import Dispatcher
+from numba.core.runtime import rtsys
 
 
 class KernelCache(FunctionCache):
     """A kernel's :class:`numba.core.caching.FunctionCache` whose loads skip the context refresh."""
 
     def load_overload(self, sig, target_context):
-        from numba.core.runtime import rtsys
-
         rtsys.initialize(target_context)
         with self._guard_against_spurious_io_errors():
             return self._load_overload(sig, target_context)
 
 
-def load_cached_kernels_directly(namespace: dict) -> list[str]:
+def load_cached_kernels_directly(namespace: dict) -> None:
     """Give every cached numba kernel in ``namespace`` (a kernel module's ``globals()``) a
-    :class:`KernelCache`; returns their names."""
-    names = []
-    for name, value in namespace.items():
+    :class:`KernelCache`."""
+    for value in namespace.values():
         if isinstance(value, Dispatcher) and type(value._cache) is FunctionCache:
             value._cache.__class__ = KernelCache  # the same cache (no state added), another load
-            names.append(name)
-    return names

@@ -288,14 +288,6 @@ def _sort_segment_by_value(topics, values, start, stop, scratch):
         values[start:stop] = values_in
 
 
-@nb.njit(**_SERIAL)
-def _longest_segment(indptr):
-    longest = 0
-    for v in range(len(indptr) - 1):
-        longest = max(longest, indptr[v + 1] - indptr[v])
-    return longest
-
-
 @nb.njit(**_PARALLEL)
 def column_heads(col_indptr, col_topics, col_values, doc_words, best):
     """The part of each column a scan can still read, sorted by value high to low (ties: the
@@ -323,7 +315,7 @@ def column_heads(col_indptr, col_topics, col_values, doc_words, best):
     head_indptr = offsets_of(lengths)
     head_topics = np.empty(head_indptr[-1], dtype=np.int32)
     head_values = np.empty(head_indptr[-1], dtype=np.float64)
-    longest = _longest_segment(head_indptr)
+    longest = longest_document(head_indptr, 0, n_words)
     for chunk in nb.prange(CYCLIC_CHUNKS):  # cyclic: frequent words (long columns) come first
         scratch = sort_scratch(longest, head_topics)
         for v in range(chunk, n_words, CYCLIC_CHUNKS):
@@ -362,7 +354,7 @@ def columns_of_rows(indptr, indices, values, n_columns):
 def sort_columns_by_value(col_indptr, col_topics, col_values):
     """Sort each column's entries by value, high to low, in place; ties keep their order (stable)."""
     n_cols = len(col_indptr) - 1
-    longest = _longest_segment(col_indptr)
+    longest = longest_document(col_indptr, 0, n_cols)
     for chunk in nb.prange(CYCLIC_CHUNKS):  # cyclic: frequent words (long columns) come first
         scratch = sort_scratch(longest, col_topics)
         for v in range(chunk, n_cols, CYCLIC_CHUNKS):
