@@ -13,7 +13,8 @@ checkout's code. Each side prints:
 - the seconds the flow process spent inside ``score()`` (the serial scoring of every output),
 - the flow's wall time,
 
-then the two sides' logged scores are compared (they must agree).
+then the two sides' logged scores and solutions (F, budget, topics used) are compared: they must
+agree (timings and the algorithm's work counters may differ).
 
     nice .venv/bin/python benchmarks/bench_flow_memory.py                       # reuters, raw_umass + cooccurrence
     nice .venv/bin/python benchmarks/bench_flow_memory.py --sides after --corpus congress --generators cooccurrence
@@ -124,19 +125,41 @@ def peak_resident_mb() -> float:
     return float("nan")
 
 
+#: What both sides must agree on besides the metric scores: the solution itself.
+SOLUTION_KEYS = ("log_posterior", "null_log_posterior", "budget", "kappa", "num_candidates", "num_topics_used")
+
+
+def compared_key(key: str) -> bool:
+    """Whether a logged value must be the same on both sides: a metric's score or the solution
+    (F, budget, topics). Timings, memory and the algorithm's work counters (entries read,
+    evaluations) change with the code and are not compared."""
+    from topicbench.core.metrics.registry import metric_for_key
+    from topicbench.core.validation import InputError
+    from topicbench.tasks.tracking import score_key
+
+    if key in SOLUTION_KEYS:
+        return True
+    try:
+        metric_for_key(score_key(key))
+    except InputError:
+        return False
+    return True
+
+
 def compare_scores(before: dict, after: dict) -> str:
-    """One line: the largest relative difference between the two sides' common scores."""
+    """One line: the largest relative difference between the two sides' common scores and solutions."""
     worst, where, compared = 0.0, "", 0
     for run, values in after.items():
         for key, value in values.items():
-            if key.endswith("_seconds") or key in ("peak_memory_mb",) or key not in before.get(run, {}):
+            if not compared_key(key) or key not in before.get(run, {}):
                 continue
             compared += 1
             other = before[run][key]
             difference = abs(value - other) / max(abs(value), abs(other), 1e-300)
             if difference > worst:
                 worst, where = difference, f"{run} {key}"
-    return f"scores compared: {compared}; largest relative difference {worst:.2e}" + (f" ({where})" if where else "")
+    return (f"scores and solutions compared: {compared}; largest relative difference {worst:.2e}"
+            + (f" ({where})" if where else ""))
 
 
 def parse_args(argv=None):
