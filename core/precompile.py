@@ -22,7 +22,14 @@ import numpy as np
 from numba.core.registry import CPUDispatcher
 
 from . import _kernels
+from .generators import GENERATORS, keyword_candidates
+from .greedy import fast_greedy
+from .inference import freeze_topics, infer_topics
+from .io import load_corpus
 from .metrics import _kernels as _metric_kernels
+from .metrics.counts import CooccurrenceCounts, count_for_topics, topic_pairs
+from .parallel import LocalShards, parallel_elda, warm_up_kernels
+from .preprocess import PreprocessConfig
 
 #: The modules whose kernels :func:`compile_kernels` covers (every ``cache=True`` kernel of the package).
 KERNEL_MODULES = (_kernels, _metric_kernels)
@@ -41,9 +48,8 @@ class KernelReport:
     seconds: float = 0.0
 
     def summary(self) -> str:
-        where = ", ".join(self.cache_folders) or "none (numba could not write one: runs will compile)"
         return (f"{len(self.compiled)} kernels compiled, {len(self.loaded)} loaded from the cache, "
-                f"in {self.seconds:.1f} s; cache: {where}")
+                f"in {self.seconds:.1f} s; cache: {', '.join(self.cache_folders)}")
 
 
 def kernel_dispatchers() -> dict:
@@ -60,15 +66,6 @@ def kernel_dispatchers() -> dict:
 def compile_kernels(on_step=None) -> KernelReport:
     """Call every kernel through the core's entry points on the built-in corpus; report which
     were compiled and which were already cached. ``on_step(description)`` before each step."""
-    # imported here: this module is imported by the command line, which defers the core's imports
-    from .generators import GENERATORS, keyword_candidates
-    from .greedy import fast_greedy
-    from .inference import freeze_topics, infer_topics
-    from .io import load_corpus
-    from .metrics.counts import CooccurrenceCounts, count_for_topics, topic_pairs
-    from .parallel import LocalShards, parallel_elda, warm_up_kernels
-    from .preprocess import PreprocessConfig
-
     step = on_step or (lambda description: None)
     started = time.perf_counter()
     step("reading the built-in corpus")

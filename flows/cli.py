@@ -162,6 +162,7 @@ def _add_ui_command(commands) -> None:
     ui.add_argument("--port", type=port_number, default=5000)
     ui.set_defaults(handler=run_ui_command)
 
+
 def _add_compile_command(commands) -> None:
     """topicbench compile: numba's kernels compiled into its on-disk cache once per install."""
     compile_command = commands.add_parser(
