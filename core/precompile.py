@@ -78,7 +78,7 @@ def compile_kernels(on_step=None) -> KernelReport:
         parallel_elda(corpus, candidates, 2.0, executor=LocalShards())
         infer_topics(corpus, freeze_topics(solution), topics_per_document=2)
     step("the Dask workers' warm-up instance")
-    warm_up_kernels()
+    warm_up_kernels()  # also rebuilds a shard from its links: the recovery path no run above takes
     step("co-occurrence counts (whole documents and sliding windows, all pairs and listed pairs)")
     topics = np.arange(20).reshape(4, 5)  # four 5-word topics of word ids
     for window in (None, _COUNT_WINDOW):
