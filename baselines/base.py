@@ -12,8 +12,10 @@ from dataclasses import replace
 import numpy as np
 import psutil
 
+from topicbench.core.config import MAX_SEED
 from topicbench.core.corpus import Corpus
 from topicbench.core.output import PROBABILITY_TOLERANCE, TopicModelOutput
+from topicbench.core.schema import check_schema
 from topicbench.core.validation import InputError, check_vocabulary_matches
 
 
@@ -197,28 +199,24 @@ class TopicModel(abc.ABC):
         """Raise :class:`InputError` for a setting value the model cannot use (default: no checks)."""
 
     def _check_setting_types(self, settings: dict) -> None:
-        """Each setting has its default's type (a bool is not an int, a string not a number), or
-        is one of the model's ``setting_alternatives``; a default of None takes anything the
-        model's own checks accept."""
-        for key, default in self.defaults.items():
-            value = settings[key]
-            if default is None or value in self.setting_alternatives.get(key, ()):
-                continue
-            if isinstance(default, bool):
-                ok, kind = isinstance(value, (bool, np.bool_)), "true or false"
-            elif isinstance(default, (int, np.integer)):
-                ok, kind = isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)), "an integer"
-            elif isinstance(default, (float, np.floating)):
-                ok, kind = isinstance(value, (int, float, np.number)) and not isinstance(value, (bool, np.bool_)), "a number"
-            elif isinstance(default, (tuple, list)):
-                ok, kind = isinstance(value, (tuple, list)), "a list"
-            elif isinstance(default, str):
-                ok, kind = isinstance(value, str), "a string"
-            else:
-                continue
-            if not ok:
-                also = "".join(f" or {alternative!r}" for alternative in self.setting_alternatives.get(key, ()))
-                raise InputError(f"{self.name}: setting {key!r} must be {kind}{also}, got {value!r}")
+        """Each setting against :meth:`settings_schema` (its default's type, strictly, or one of
+        the model's ``setting_alternatives``)."""
+        check_schema(settings, self.settings_schema(), self.name, noun="setting")
+
+    @classmethod
+    def settings_schema(cls) -> dict:
+        """The model's settings as JSON Schema: each setting has its default's type (a bool is
+        not an int, a string not a number), or is one of ``setting_alternatives``; a default of
+        None takes anything the model's own checks accept. Ranges are the model's own checks
+        (:meth:`_check_settings`). Part of the benchmark config's published schema."""
+        properties = {}
+        for key, default in cls.defaults.items():
+            schema = _type_of_default(default)
+            alternatives = list(cls.setting_alternatives.get(key, ()))
+            if alternatives and schema:
+                schema = {"anyOf": [schema, {"enum": alternatives}]}
+            properties[key] = {**schema, "default": _as_json(default)}
+        return {"title": f"model {cls.name!r}", "type": "object", "additionalProperties": False, "properties": properties}
 
     def check_num_topics(self, num_topics) -> None:
         """Raise :class:`InputError` unless ``num_topics`` (K) suits this model as configured
@@ -241,9 +239,31 @@ class TopicModel(abc.ABC):
         return int(num_topics)
 
 
+def _type_of_default(default) -> dict:
+    """The JSON Schema type a setting takes from its default ({} for None: anything)."""
+    if isinstance(default, (bool, np.bool_)):
+        return {"type": "boolean"}
+    if isinstance(default, (int, np.integer)):
+        return {"type": "integer"}
+    if isinstance(default, (float, np.floating)):
+        return {"type": "number"}
+    if isinstance(default, (tuple, list)):
+        return {"type": "array"}
+    if isinstance(default, str):
+        return {"type": "string"}
+    return {}
+
+
+def _as_json(value):
+    import json
+
+    return json.loads(json.dumps(value, default=str))
+
+
 def _check_random_state(model: str, random_state) -> None:
-    if isinstance(random_state, (bool, np.bool_)) or not isinstance(random_state, (int, np.integer)) or random_state < 0:
-        raise InputError(f"{model}: random_state must be an integer >= 0, got {random_state!r}")
+    if (isinstance(random_state, (bool, np.bool_)) or not isinstance(random_state, (int, np.integer))
+            or not 0 <= random_state <= MAX_SEED):
+        raise InputError(f"{model}: random_state must be an integer in [0, {MAX_SEED}], got {random_state!r}")
 
 
 def import_optional(module: str, *, model: str, package: str | None = None):

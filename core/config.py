@@ -34,6 +34,9 @@ DEFAULT_GENERATOR = "cooccurrence"
 #: Partition names of the OCTIS corpus convention (corpus.tsv's second field).
 OCTIS_PARTITIONS = ("train", "val", "test")
 
+#: The largest seed: numpy's legacy RandomState (gensim's LDA) and tomotopy take 32-bit seeds.
+MAX_SEED = 2**32 - 1
+
 # ------------------------------------------------------------------------------------------------
 # Metrics (core/metrics)
 # ------------------------------------------------------------------------------------------------

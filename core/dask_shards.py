@@ -3,8 +3,8 @@
 The candidate matrix reaches every worker once per run: on a cluster this process starts (all
 workers on this machine) it is written once to files that every worker memory-maps (in shared
 memory when it has room: :func:`candidates_folder`), so the workers share one copy in RAM and
-nothing is sent; on any other cluster it is scattered to every worker
-(broadcast). Each shard's documents are scattered once to one worker and its state stays there as a
+nothing is sent; on any other cluster it is sent to one worker, from which the others fetch it.
+Each shard's documents are scattered once to one worker and its state stays there as a
 worker-local object between rounds (the driver's ledger of links rebuilds it if that worker is
 lost). Only round summaries (the links accepted) come back to the driver; a round sends the
 workers a function and a threshold, never arrays.
@@ -23,15 +23,30 @@ waits for what is left of it before the first round. A user who
 outgrows one machine passes a scheduler address instead of starting a ``LocalCluster``; nothing
 else changes (:func:`dask_executor`).
 
+Workers may leave at any moment (killed, out of memory, their machine gone) and others join (a
+nanny restarting a killed worker). ``start`` places the shards on the workers there at the time
+and places them again when one leaves meanwhile; a round that misses a shard's worker raises
+:class:`.parallel.ShardStateLost`, and the algorithm starts again from its ledger. No wait here
+hangs on a worker that is gone: the waits for tasks pinned to a worker check that it is still
+there, rounds go to the workers the scheduler has (a worker named that has left would make the
+scheduler retry connecting to it for 30 s), and the wait for a worker when none is left is
+bounded (``worker_timeout``).
+
+Candidates' files are named after the process that wrote them, so that a later run removes
+those of a run that was killed (SIGKILL skips every clean-up): :func:`remove_leftover_candidates`.
+
 This module sits beside :mod:`.parallel` and imports only downward (the algorithm never imports
 Dask); ``distributed`` itself is imported where a cluster is used, for its import cost.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
+import re
 import shutil
+import stat
 import tempfile
 import time
 import uuid
@@ -39,9 +54,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .dask_cluster import CLIENT_CONNECT_TIMEOUT, connect_scheduler, start_local_cluster
+from .dask_cluster import CLIENT_CONNECT_TIMEOUT, WORKER_WAIT_SECONDS, connect_scheduler, start_local_cluster
 from .generators import Candidates
-from .parallel import ShardStateLost, warm_up_kernels
+from .parallel import ShardStateLost, WorkersUnavailable, warm_up_kernels
 from .threads import numba_thread_limit, worker_nthreads
 
 logger = logging.getLogger(__name__)
@@ -51,6 +66,20 @@ SHARED_MEMORY = Path("/dev/shm")
 #: Shared memory is used only while the files take at most this share of its free space and of
 #: the machine's available memory (tmpfs pages stay in RAM until the files are removed).
 SHARED_MEMORY_SHARE = 0.25
+
+#: Candidates' folders are named CANDIDATES_PREFIX + "SCOPE-PID-START-RANDOM": the process that
+#: wrote them (its pid and start time, in clock ticks since boot) in SCOPE, this boot of this
+#: machine and this pid namespace, where a pid names one process (:func:`_process_scope`).
+CANDIDATES_PREFIX = "topicbench-candidates-"
+_OWNED_NAME = re.compile(r"(?P<scope>[0-9a-f]{16})-(?P<pid>\d+)-(?P<start>\d+)-[^-]+")
+
+#: Seconds between checks that the workers a wait depends on are still there (a task pinned to a
+#: worker that has left waits for it forever).
+LIVENESS_SECONDS = 0.5
+#: Tries at placing the shards while workers leave.
+PLACING_TRIES = 3
+#: Seconds that dropping a run's data on the workers may take (best effort, at close).
+CLEANUP_SECONDS = 10.0
 
 #: The arrays a worker reads; ``columns`` and ``constants_descending`` are computed once here.
 _MAPPED_ARRAYS = (
@@ -125,6 +154,73 @@ def candidates_folder(nbytes: int, shared_memory: Path | None = None) -> Path | 
     return shared_memory if nbytes <= SHARED_MEMORY_SHARE * room else None
 
 
+def _process_scope() -> str | None:
+    """Where a pid names one process: this boot of this machine (the kernel's boot id) and this pid
+    namespace, hashed; None where /proc does not tell (then no folder is taken for a leftover)."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        namespace = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return None
+    return hashlib.sha256(f"{boot} {namespace}".encode()).hexdigest()[:16]
+
+
+def _start_ticks(pid: int) -> int:
+    """When process ``pid`` started, in clock ticks since boot (/proc/PID/stat's 22nd field: unlike
+    a start time since the epoch, unaffected by changes of the clock)."""
+    fields = Path(f"/proc/{pid}/stat").read_bytes()
+    return int(fields[fields.rindex(b")") + 1:].split()[19])  # after "pid (name)": field 3 onwards
+
+
+def _owner_gone(pid: int, start: int) -> bool:
+    """Whether the process that was ``pid`` with start time ``start`` is provably gone: no such
+    pid, or the pid taken by a later process. Anything unreadable counts as alive."""
+    try:
+        return _start_ticks(pid) != start
+    except FileNotFoundError:
+        return True
+    except (OSError, ValueError, IndexError):
+        return False
+
+
+def new_candidates_directory(folder: Path | None) -> Path:
+    """A new, empty folder in ``folder`` (default: the temporary folder) for candidates' files,
+    named after this process (see :data:`CANDIDATES_PREFIX`)."""
+    scope = _process_scope()
+    owner = f"{scope}-{os.getpid()}-{_start_ticks(os.getpid())}-" if scope else ""
+    return Path(tempfile.mkdtemp(prefix=CANDIDATES_PREFIX + owner, dir=folder))
+
+
+def remove_leftover_candidates(folders) -> list:
+    """Remove the candidates' folders in ``folders`` whose run is provably over; return them.
+
+    A run killed with SIGKILL leaves its folder (hundreds of MiB of RAM in /dev/shm). Removed are
+    only folders of this user written in this scope (:func:`_process_scope`) by a process that is
+    gone; a live run's folder, another user's or machine's, and one without an owner in its name
+    are kept. Removing files that a dying run's workers still map is safe: the pages live on
+    until the last map closes.
+    """
+    scope = _process_scope()
+    removed = []
+    for folder in folders if scope else ():
+        try:
+            paths = sorted(Path(folder).glob(CANDIDATES_PREFIX + "*"))
+        except OSError:
+            continue
+        for path in paths:
+            owner = _OWNED_NAME.fullmatch(path.name[len(CANDIDATES_PREFIX):])
+            if owner is None or owner["scope"] != scope:
+                continue
+            try:
+                info = path.lstat()
+            except OSError:
+                continue
+            if stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and _owner_gone(int(owner["pid"]), int(owner["start"])):
+                shutil.rmtree(path, ignore_errors=True)
+                removed.append(path)
+    return removed
+
+
 #: Memory-mapped candidates open in this worker process, by directory.
 _MAPPED_CANDIDATES: dict = {}
 
@@ -157,7 +253,9 @@ async def _run_shards(token, function, args, jobs, dask_worker=None):
     has (its memory was lost since the last round): the driver then rebuilds every shard."""
     import asyncio
 
-    mine = jobs.get(dask_worker.address, [])
+    mine = jobs.get(dask_worker.address)
+    if not mine:  # no shard of this run here (a worker that joined since): answer at once
+        return []
     threads = worker_nthreads(dask_worker)
     return await asyncio.get_running_loop().run_in_executor(
         dask_worker.executors["default"], _run_shards_here, token, function, args, mine, threads
@@ -220,11 +318,15 @@ class DaskShards:
     memory_map : bool, optional
         Share the candidates through memory-mapped files instead of scattering them. Default: only
         for the local cluster started here (its workers are certain to see this machine's files).
+    worker_timeout : float
+        Seconds to wait for a worker when every worker is gone, before failing with
+        :class:`.parallel.WorkersUnavailable`.
     """
 
     def __init__(
         self, scheduler: str | None = None, *, n_workers: int | None = None, client=None,
         connect_timeout: float = CLIENT_CONNECT_TIMEOUT, memory_map: bool | None = None,
+        worker_timeout: float = WORKER_WAIT_SECONDS,
     ):
         self._own_client = client is None
         self._cluster = None
@@ -239,30 +341,60 @@ class DaskShards:
                 client = Client(self._cluster)
         self.client = client
         self.memory_map = self._cluster is not None if memory_map is None else bool(memory_map)
-        self.n_workers = max(1, len(client.scheduler_info()["workers"]))
+        self.worker_timeout = float(worker_timeout)
+        workers = self._workers()
+        self.n_workers = max(1, len(workers))
         self._token = None  # names this run's shard states on the workers
+        self._home = []  # each shard's worker
         self._mapped = None  # (candidates object, MappedCandidates) written by this executor
         self._warm_ups = {}  # worker address -> future of its kernel warm-up (seconds)
         self.warm_up_seconds = 0.0  # what the last start waited for the workers' warm-ups
-        self._warm_up(client.scheduler_info()["workers"])  # runs while this process builds candidates
+        self._warm_up(workers)  # runs while this process builds candidates
 
     def __repr__(self) -> str:
         where = repr(self._scheduler) if self._scheduler else "local cluster"
         return f"DaskShards({where}, n_workers={self.n_workers})"
 
     def start(self, candidates, shards: list) -> None:
-        """Send the candidates to every worker and each shard's documents to one worker."""
+        """Send the candidates to every worker there now and each shard's documents to one of them.
+
+        A worker that leaves meanwhile is left out: the shards are placed again on the workers
+        there then (a replacement included). With no worker at all, waits up to
+        ``worker_timeout`` seconds for one, then raises :class:`.parallel.WorkersUnavailable`.
+        """
+        for attempt in range(1, PLACING_TRIES + 1):
+            self._forget()
+            workers = self._wait_for_workers()
+            try:
+                self._place(candidates, shards, workers)
+                return
+            except Exception as error:  # a worker left (a scatter to it fails with KeyError), or not
+                gone = sorted(set(workers) - set(self._workers(running=False)))
+                if not gone:
+                    raise
+                if attempt == PLACING_TRIES:
+                    raise WorkersUnavailable(
+                        f"Dask workers kept leaving while the shards were placed ({PLACING_TRIES} tries, the last "
+                        f"lost {', '.join(gone)}); see why in the workers' logs, then run again"
+                    ) from error
+                logger.warning(
+                    "Dask worker %s left while the shards were placed (%s); placing them again",
+                    ", ".join(gone), type(error).__name__,
+                )
+
+    def _place(self, candidates, shards: list, workers: list) -> None:
+        """One try at placing: the shards go round ``workers``; waits for them and the warm-ups."""
         client = self.client
-        workers = sorted(client.scheduler_info()["workers"])
-        self.n_workers = max(1, len(workers))
+        self.n_workers = len(workers)
         if self.memory_map:
             # the handle is small: it travels inside each placing task (a broadcast scatter of it
             # took 70-130 ms on 1-2 workers, on the first run's critical path)
             self._candidates = self._map(candidates)
         else:
-            self._candidates = client.scatter(candidates, broadcast=True)
+            # to one worker; the others fetch it as the placing tasks' input. A broadcast scatter
+            # replicates it by the scheduler instead, which loops forever when a worker dies meanwhile
+            self._candidates = client.scatter(candidates, hash=False)
         self._home = [workers[i % len(workers)] for i in range(len(shards))]
-        self._forget()
         self._token = uuid.uuid4().hex
         self._started = [False] * len(shards)
         placed = [
@@ -273,8 +405,47 @@ class DaskShards:
             for i, (shard, home) in enumerate(zip(shards, self._home))
         ]
         waiting = time.perf_counter()
-        client.gather(self._warm_up(workers) + placed)
+        self._wait_for(self._warm_up(workers) + placed, workers)
         self.warm_up_seconds = time.perf_counter() - waiting
+
+    def _workers(self, running: bool = True) -> list:
+        """The addresses of the scheduler's workers (only those running, with ``running``), sorted."""
+        workers = self.client.scheduler_info(n_workers=-1)["workers"]
+        return sorted(a for a, worker in workers.items() if not running or worker.get("status", "running") == "running")
+
+    def _wait_for_workers(self) -> list:
+        """The running workers; while there are none, waits up to ``worker_timeout`` seconds for one."""
+        deadline = time.monotonic() + self.worker_timeout
+        while not (workers := self._workers()):
+            if time.monotonic() >= deadline:
+                if self._scheduler:
+                    raise WorkersUnavailable(
+                        f"every Dask worker of the scheduler at {self._scheduler} is gone and none joined within "
+                        f"{self.worker_timeout:g} s: start workers (`dask worker {self._scheduler}`) and run again"
+                    )
+                raise WorkersUnavailable(
+                    f"every worker of the local Dask cluster is gone and none restarted within "
+                    f"{self.worker_timeout:g} s: run again"
+                )
+            time.sleep(LIVENESS_SECONDS)
+        return workers
+
+    def _wait_for(self, futures: list, workers: list) -> None:
+        """Wait for ``futures`` (tasks pinned to ``workers``) while each of those workers is there;
+        raise :class:`.parallel.ShardStateLost` when one leaves, and a task's error if one failed."""
+        from distributed import wait  # imported already by the client (see the module docstring)
+
+        while True:
+            try:
+                wait(futures, timeout=LIVENESS_SECONDS)
+                break
+            except TimeoutError:
+                gone = sorted(set(workers) - set(self._workers(running=False)))
+                if gone:
+                    raise ShardStateLost(f"Dask worker {', '.join(gone)} left while the shards were placed") from None
+        for future in futures:
+            if future.status != "finished":
+                future.result()  # raises the task's error
 
     def _warm_up(self, workers) -> list:
         """Start the kernel warm-up on every worker that has not had one (once per worker, all in
@@ -293,9 +464,9 @@ class DaskShards:
         """Write the candidates' files once per candidates object (a later run or a recovery reuses them)."""
         if self._mapped is None or self._mapped[0] is not candidates:
             self._remove_mapped_files()
+            _remove_leftovers()  # first, for the room they take
             candidates.columns  # sorted before the files are sized and written
-            folder = candidates_folder(candidates.nbytes)
-            directory = Path(tempfile.mkdtemp(prefix="topicbench-candidates-", dir=folder))
+            directory = new_candidates_directory(candidates_folder(candidates.nbytes))
             try:
                 self._mapped = (candidates, MappedCandidates(candidates, directory))
             except BaseException:
@@ -305,12 +476,19 @@ class DaskShards:
 
     def run(self, function, *args, per_shard_args=None) -> list:
         """One round: every worker runs its shards (``Client.run``, one message each way per
-        worker; tasks cost two more hops a round through the scheduler, about 15 ms on 2 cores)."""
+        worker; tasks cost two more hops a round through the scheduler, about 15 ms on 2 cores).
+
+        The round goes to every worker the scheduler has, not to the shards' workers by name: a
+        worker that has left is then missing from the answers at once (named, it would make the
+        scheduler retry connecting to it for 30 s); one without shards answers at once."""
         jobs = {}
         for i, home in enumerate(self._home):
             extra = tuple(per_shard_args[i]) if per_shard_args is not None else ()
             jobs.setdefault(home, []).append((i, not self._started[i], extra))
-        answers = self.client.run(_run_shards, self._token, function, args, jobs, workers=list(jobs))
+        answers = self.client.run(_run_shards, self._token, function, args, jobs)
+        gone = sorted(set(jobs) - set(answers))
+        if gone:
+            raise ShardStateLost(f"Dask worker {', '.join(gone)} left, with shards of this run")
         summaries = [None] * len(self._home)
         for address, answer in answers.items():
             if not isinstance(answer, list):
@@ -324,7 +502,7 @@ class DaskShards:
         """Drop the previous run's shard states on every worker."""
         if self._token is not None:
             try:
-                self.client.run(_forget_run, self._token)
+                self.client.run(_forget_run, self._token, callback_timeout=CLEANUP_SECONDS)
             except Exception as error:  # a worker that is gone has forgotten them anyway
                 logger.debug("could not drop shard states of run %s: %s", self._token, error)
             self._token = None
@@ -333,7 +511,7 @@ class DaskShards:
         if self._mapped is not None:
             directory = self._mapped[1].directory
             try:
-                self.client.run(_unmap, directory)
+                self.client.run(_unmap, directory, callback_timeout=CLEANUP_SECONDS)
             except Exception as error:  # a worker that is gone holds no map
                 logger.debug("could not unmap %s on the workers: %s", directory, error)
             # On POSIX a map still open somewhere keeps its pages until it closes.
@@ -358,8 +536,16 @@ class DaskShards:
         self.close()
 
 
+def _remove_leftovers() -> None:
+    """Remove candidates' folders that killed runs left here (:func:`remove_leftover_candidates`)."""
+    removed = remove_leftover_candidates([SHARED_MEMORY, Path(tempfile.gettempdir())])
+    if removed:
+        logger.info("removed candidates' files left by killed runs: %s", ", ".join(map(str, removed)))
+
+
 def dask_executor(
     scheduler: str | None = None, *, workers: int | None = None, connect_timeout: float = CLIENT_CONNECT_TIMEOUT,
+    worker_timeout: float = WORKER_WAIT_SECONDS,
 ) -> DaskShards:
     """A Dask shard executor for :class:`topicbench.core.elda.ELDA` or :func:`.parallel_elda`.
 
@@ -372,10 +558,12 @@ def dask_executor(
         Workers of the local cluster (default: the number of cores); ignored with ``scheduler``.
     connect_timeout : float
         Seconds to wait for ``scheduler`` before failing with ``ConnectionError``.
+    worker_timeout : float
+        Seconds to wait for a worker when every worker is gone, before failing.
 
     Returns
     -------
     DaskShards
         Close it when done (``close()`` or a ``with`` block): that stops the local cluster.
     """
-    return DaskShards(scheduler, n_workers=workers, connect_timeout=connect_timeout)
+    return DaskShards(scheduler, n_workers=workers, connect_timeout=connect_timeout, worker_timeout=worker_timeout)

@@ -23,6 +23,11 @@ ELDA_BASE_URL = f"https://raw.githubusercontent.com/BreuerLabs/E-LDA/{ELDA_COMMI
 ELDA_SOURCE = f"BreuerLabs/E-LDA at {ELDA_COMMIT} (preprocessed_data/), the public data release of the ICML 2025 E-LDA paper"
 OCTIS_COMMIT = "8f9a0ac5a12e3b72ecd77dcba4f181c77e4595f1"
 OCTIS_BASE_URL = f"https://raw.githubusercontent.com/MIND-Lab/OCTIS/{OCTIS_COMMIT}"
+HOYLE_COMMIT = "6c9c92cb06a4e98f18271666c0b6864aa9550400"
+HOYLE_BASE_URL = f"https://raw.githubusercontent.com/ahoho/topics/{HOYLE_COMMIT}"
+HOYLE_SOURCE = f"ahoho/topics at {HOYLE_COMMIT} (data/human/all_data/), the human judgments of Hoyle et al. 2021"
+#: The file of a human-judgments dataset (layout ``human_judgments``), kept as published.
+JUDGMENTS_FILE = "all_data.json"
 OCTIS_SOURCE = f"MIND-Lab/OCTIS at {OCTIS_COMMIT} (preprocessed_datasets/), the OCTIS benchmark release"
 #: The E-LDA paper's preprocessing, as the release's own code applied it.
 ELDA_PREPROCESSING = (
@@ -59,10 +64,12 @@ class Dataset:
     description : str
     documents : int
         Documents of the converted corpus.
-    layout : {"octis", "elda_release"}
+    layout : {"octis", "elda_release", "human_judgments"}
         ``octis``: the files are already ``corpus.tsv``, ``vocabulary.txt`` and ``metadata.json``;
         ``elda_release``: the E-LDA authors' ``<PREFIX>_D2Windexform.txt``, ``<PREFIX>_words.txt``
-        and (for the word order) ``<PREFIX>_docs.txt``, converted by ``core/elda_release.py``.
+        and (for the word order) ``<PREFIX>_docs.txt``, converted by ``core/elda_release.py``;
+        ``human_judgments``: not a corpus but people's judgments of topics (``all_data.json``, kept
+        as published), which ``topicbench judge calibrate`` reads; ``documents`` counts its topics.
     files : tuple of RemoteFile
     base_url : str
         The raw GitHub URL at the pinned commit; ``--url`` replaces it (mirrors, tests).
@@ -82,6 +89,10 @@ class Dataset:
     @property
     def size(self) -> int:
         return sum(file.size for file in self.files)
+
+    @property
+    def is_corpus(self) -> bool:
+        return self.layout != "human_judgments"
 
 
 def _elda(name, prefix, description, documents, citation, files) -> Dataset:
@@ -119,6 +130,12 @@ DATASETS = {dataset.name: dataset for dataset in (
               ("D2Windexform", "9dbe3ffd4008db78cc71be9239860261c625be03854979d5388de94f9066ffd2", 1477659),
               ("words", "9b658c07d80be10fd60725113f9266812aee10524f19bf59722f7e462f7c3296", 157565),
               ("docs", "d1b7600b61d821004c87a2f50e6b7f0e64a58cb5cc46c0acff7d306bb64480bc", 2331736))),
+    Dataset("hoyle2021", "people's ratings and intrusion answers for 300 topics (Hoyle et al. 2021; not a corpus)", 300,
+            "human_judgments", (RemoteFile(f"data/human/all_data/{JUDGMENTS_FILE}",
+                                           "870b445862d7b970e70c04c02cb2113311bff28f5c60ed4bfbfc24004671bbde", 174975),),
+            HOYLE_BASE_URL, HOYLE_SOURCE,
+            "Hoyle, Goel, Hian-Cheong, Peskov, Boyd-Graber and Resnik. Is automated topic model evaluation broken? "
+            "The incoherence of coherence. NeurIPS 2021."),
     _octis("BBC_News", "BBC news articles, 5 classes (lemmatized; OCTIS)", 2225, (
         ("corpus.tsv", "f76c715babb4b1decbe0d929454d1f2fd902c67d118cecaf7fbf39f1b376c624", 1881385),
         ("vocabulary.txt", "7aaf24bf24073a3eeb6b255dac054a40c5b3deda3dbcb0317e502e8b9f2ec8aa", 22743),
@@ -143,7 +160,8 @@ def get_dataset(name: str) -> Dataset:
 
 
 def is_dataset_name(name) -> bool:
-    return any(known.lower() == str(name).lower() for known in DATASETS)
+    """Whether ``name`` is a corpus of the registry (a ``source:`` a config may name)."""
+    return any(known.lower() == str(name).lower() and dataset.is_corpus for known, dataset in DATASETS.items())
 
 
 def data_home() -> Path:
@@ -167,7 +185,8 @@ def dataset_folder(name: str, home=None) -> Path:
 
 def is_cached(name: str, home=None) -> bool:
     folder = dataset_folder(name, home)
-    return (folder / "corpus.tsv").is_file() and (folder / COMPLETE_MARKER).is_file()
+    content = "corpus.tsv" if get_dataset(name).is_corpus else JUDGMENTS_FILE
+    return (folder / content).is_file() and (folder / COMPLETE_MARKER).is_file()
 
 
 def cached_dataset_folder(name: str, home=None) -> Path:

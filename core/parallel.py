@@ -60,6 +60,11 @@ class ShardStateLost(RuntimeError):
     """A shard's state is not where its executor kept it (its worker was lost): rebuild from the ledger."""
 
 
+class WorkersUnavailable(ConnectionError):
+    """The executor has no worker left to run on, and none came within its wait: the run stops
+    here (no rebuild can help)."""
+
+
 @dataclass
 class Shard:
     """Some of the corpus's documents (global ids ``documents``), as the kernels read them."""
@@ -226,8 +231,11 @@ class ShardExecutor(Protocol):
     calls ``function(candidates, shard, state, *args, *per_shard_args[i])`` on every shard ``i``,
     keeps the new state where the shard lives and returns the summaries in shard order; ``close``
     releases what ``start`` placed (and what the executor owns). ``n_workers`` is the default
-    number of shards. Implemented by :class:`LocalShards` (this process),
-    :class:`topicbench.core.dask_shards.DaskShards` (a Dask cluster) and :class:`Borrowed`.
+    number of shards. ``run`` raises :class:`ShardStateLost` (or a connection error) when a shard's
+    state is gone with its worker; ``start`` places the shards again on the workers there then, or
+    raises :class:`WorkersUnavailable` when there are none. Implemented by :class:`LocalShards`
+    (this process), :class:`topicbench.core.dask_shards.DaskShards` (a Dask cluster) and
+    :class:`Borrowed`.
     """
 
     n_workers: int
@@ -391,7 +399,10 @@ def _budget_cut(docs: np.ndarray, prefix: np.ndarray, left: int, rng) -> np.ndar
 
 
 class _Rounds:
-    """Runs rounds on an executor, rebuilding every shard from the ledger when one is lost."""
+    """Runs rounds on an executor, rebuilding every shard from the ledger when one is lost.
+
+    A loss during a rebuild (another worker gone) counts as one more recovery of the same round.
+    """
 
     def __init__(self, executor, candidates: Candidates, shards: list, ledger: Ledger, run: ParallelRun,
                  *, top_size: int, max_recoveries: int):
@@ -401,7 +412,11 @@ class _Rounds:
     def __call__(self, function, *args) -> list:
         for attempt in range(self.max_recoveries + 1):
             try:
+                if attempt:
+                    self._rebuild()
                 return self.executor.run(function, *args)
+            except WorkersUnavailable:
+                raise  # already says what happened and what to do
             except Exception as error:  # a lost worker or shard: rebuild from the ledger
                 round_number = self.run.adaptive_rounds + 1
                 if not _is_recoverable(error) or attempt == self.max_recoveries:
@@ -410,9 +425,12 @@ class _Rounds:
                         f"{error} (after {attempt} recoveries); no partial result is returned"
                     ) from error
                 logger.warning("round %d: %s; rebuilding shard states from the ledger", round_number, error)
-                self.run.recovered_shards += len(self.shards)
-                self.executor.start(self.candidates, self.shards)
-                self.executor.run(rebuild_shard, per_shard_args=self.ledger.per_shard(self.top_size))
+
+    def _rebuild(self) -> None:
+        """Place the shards again on the workers there now, with states rebuilt from the ledger."""
+        self.run.recovered_shards += len(self.shards)
+        self.executor.start(self.candidates, self.shards)
+        self.executor.run(rebuild_shard, per_shard_args=self.ledger.per_shard(self.top_size))
 
 
 def _threshold_rounds(rounds: _Rounds, n_documents: int, budget: int, *, epsilon: float, rng, report) -> None:
@@ -462,7 +480,8 @@ def parallel_elda(
     max_sequence : int
         Longest per-document sequence in one round (and size of each document's top-gain cache).
     max_recoveries : int
-        Rebuilds of lost shard states allowed per round before the run fails.
+        Rebuilds of lost shard states allowed per round before the run fails (every worker gone
+        and none back within the executor's wait fails it at once: :class:`WorkersUnavailable`).
     on_progress : callable, optional
         ``on_progress(links_made, budget, log_posterior)`` after every round.
     """
@@ -479,9 +498,9 @@ def parallel_elda(
             on_progress(made, budget, null_f + ledger.total_gain())
 
     placing = time.perf_counter()
-    executor.start(candidates, shards)
-    rounds_started = time.perf_counter()
     try:
+        executor.start(candidates, shards)
+        rounds_started = time.perf_counter()
         _threshold_rounds(
             rounds, corpus.n_documents, budget, epsilon=epsilon, rng=np.random.default_rng(seed), report=report,
         )

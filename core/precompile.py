@@ -27,12 +27,14 @@ from .greedy import fast_greedy
 from .inference import freeze_topics, infer_topics
 from .io import load_corpus
 from .metrics import _kernels as _metric_kernels
+from .metrics import _stability_kernels
+from .metrics import stability as _stability
 from .metrics.counts import CooccurrenceCounts, count_for_topics, topic_pairs
 from .parallel import LocalShards, parallel_elda, warm_up_kernels
 from .preprocess import PreprocessConfig
 
 #: The modules whose kernels :func:`compile_kernels` covers (every ``cache=True`` kernel of the package).
-KERNEL_MODULES = (_kernels, _metric_kernels)
+KERNEL_MODULES = (_kernels, _metric_kernels, _stability_kernels)
 #: Window of the sliding-window co-occurrence count it makes (any size gives the same types).
 _COUNT_WINDOW = 10
 
@@ -84,6 +86,8 @@ def compile_kernels(on_step=None) -> KernelReport:
     for window in (None, _COUNT_WINDOW):
         count_for_topics(corpus, window, topics)  # all pairs of a few words: one dense matrix
         CooccurrenceCounts.build(corpus, window, np.unique(topics), pairs=topic_pairs(topics))  # listed pairs
+    step("topic stability across seeds: Jensen-Shannon kernels")
+    _stability.warm_up_kernels()
     return _report(time.perf_counter() - started)
 
 

@@ -12,11 +12,31 @@ from functools import lru_cache
 import numpy as np
 
 from .corpus import Corpus
+from .schema import boolean, check_schema, integer, share
 from .validation import InputError
 
 logger = logging.getLogger(__name__)
 
 UNKNOWN_WORD_POLICIES = ("error", "drop")
+
+#: Every preprocessing setting's type and range (JSON Schema): checked by
+#: :class:`PreprocessConfig`, and part of the benchmark config's published schema.
+PREPROCESSING_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "preprocessed": {**boolean(), "description": "take the texts as they are: tokens split on single spaces"},
+        "lowercase": boolean(),
+        "token_pattern": {"type": "string", "minLength": 1, "description": "regular expression whose matches are the tokens"},
+        "stopwords": {"anyOf": [{"enum": ["english", "none"]}, {"type": "array", "items": {"type": "string"}}],
+                      "description": "'english' (gensim's list), 'none', or the words themselves"},
+        "stem": {**boolean(), "description": "Snowball (English) stemming"},
+        "min_df": {"anyOf": [integer(1), share()], "description": "keep words in at least this many documents (a number in (0, 1]: a share)"},
+        "max_df": {"anyOf": [integer(1), share()], "description": "keep words in at most this many documents (a number in (0, 1]: a share)"},
+        "min_doc_length": {**integer(1), "description": "drop documents with fewer tokens than this"},
+        "unknown_words": {"enum": list(UNKNOWN_WORD_POLICIES), "description": "tokens missing from a given vocabulary.txt"},
+    },
+}
 
 
 @dataclass(frozen=True)
@@ -55,16 +75,10 @@ class PreprocessConfig:
     unknown_words: str = "error"
 
     def __post_init__(self):
-        if self.unknown_words not in UNKNOWN_WORD_POLICIES:
-            raise InputError(
-                f"unknown_words must be one of {UNKNOWN_WORD_POLICIES}, got {self.unknown_words!r}"
-            )
+        # every type strictly (a YAML 'no' is not false, true is not a count), before any use
+        check_schema({name: getattr(self, name) for name in self.__dataclass_fields__}, PREPROCESSING_SCHEMA, "preprocessing")
         if isinstance(self.stopwords, list):
             object.__setattr__(self, "stopwords", tuple(self.stopwords))
-        if isinstance(self.stopwords, str) and self.stopwords not in ("english", "none"):
-            raise InputError(f"stopwords must be 'english', 'none' or a list, got {self.stopwords!r}")
-        if self.min_doc_length < 1:
-            raise InputError(f"min_doc_length must be >= 1, got {self.min_doc_length}")
         try:
             re.compile(self.token_pattern)
         except re.error as error:
@@ -76,10 +90,7 @@ class PreprocessConfig:
     @classmethod
     def from_dict(cls, settings: dict | None) -> "PreprocessConfig":
         settings = dict(settings or {})
-        known = set(cls.__dataclass_fields__)
-        unknown = sorted(set(settings) - known)
-        if unknown:
-            raise InputError(f"unknown preprocessing settings {unknown}; known: {sorted(known)}")
+        check_schema(settings, PREPROCESSING_SCHEMA, "preprocessing")
         return cls(**settings)
 
 

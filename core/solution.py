@@ -20,6 +20,7 @@ from . import _kernels
 from .config import DEFAULT_TOP_WORDS, NULL_TOPIC_LOG_SCORE, OUTPUT_TOP_WORDS
 from .corpus import Corpus, segment_ids
 from .generators import Candidates
+from .io import replaced_atomically, write_text_atomically
 from .output import TopicModelOutput, topic_document_from_token_topics
 from .validation import InputError, check_budget, check_kappa
 
@@ -188,8 +189,8 @@ class Solution:
         path.parent.mkdir(parents=True, exist_ok=True)
         summary = self.summary(top_n)
         records = {"topics": summary.pop("topics")}
-        path.write_text(_json_text(summary, records, arrays) + "\n", encoding="utf-8")
-        return path
+        # atomically: a full disk leaves no truncated file at the target
+        return write_text_atomically(path, _json_text(summary, records, arrays) + "\n")
 
     def to_output(
         self, *, model: str = "elda", top_n: int = OUTPUT_TOP_WORDS, settings: dict | None = None,
@@ -237,7 +238,7 @@ class Solution:
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         labels = np.asarray(self.candidates.labels, dtype=object)
-        pd.DataFrame(
+        links = pd.DataFrame(
             {
                 "order": np.arange(self.n_links),
                 "document": self.links[:, 0],
@@ -246,12 +247,15 @@ class Solution:
                 "gain": self.link_gains,
                 "log_posterior": self.objective_trace,
             }
-        ).to_parquet(folder / "links.parquet", index=False)
-        pd.DataFrame(
+        )
+        token_topics = pd.DataFrame(
             {"document": self.corpus.token_documents, "word": self.corpus.token_ids, "topic": self.token_topics}
-        ).to_parquet(folder / "token_topics.parquet", index=False)
-        table = pd.DataFrame(self.topic_table())
-        table.to_parquet(folder / "topics.parquet", index=False)
+        )
+        tables = {"links.parquet": links, "token_topics.parquet": token_topics,
+                  "topics.parquet": pd.DataFrame(self.topic_table())}
+        for name, table in tables.items():  # each atomically: no truncated file on a full disk
+            with replaced_atomically(folder / name) as temporary:
+                table.to_parquet(temporary, index=False)
         return folder
 
 

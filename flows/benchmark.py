@@ -4,6 +4,14 @@
 Each fit task scores its own output and writes its artifacts where it ran
 (:func:`~topicbench.tasks.fit.fit_and_score`) and sends back scores and the artifacts' folder,
 never matrices: the flow process only claims, tracks and reports.
+
+No fit is lost to the store: one that cannot be logged (the tracking server went away, the store's
+disk filled up, an interrupt during its logging) is kept in the spool
+(:mod:`~topicbench.tasks.spool`), whose folder the command's last line names, and the next run
+of the same config logs it without refitting. Once the store is found gone it is not waited on
+again: the fits still running are spooled as they end, and the flow then fails naming the spool.
+Runs that another process holds are waited for after this process's own, and claimed again if
+their claim ends otherwise than FINISHED, so that every run ends done whichever process does it.
 """
 
 from __future__ import annotations
@@ -11,7 +19,7 @@ from __future__ import annotations
 import logging
 import socket
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from prefect import flow, get_run_logger
 from prefect.exceptions import TerminationSignal
@@ -22,10 +30,15 @@ from topicbench.core.corpus import Corpus
 from topicbench.tasks.corpus import load_corpus
 from topicbench.tasks.embeddings import embed_documents
 from topicbench.tasks.fit import fit_and_score
+from topicbench.tasks.fit_record import FitRecord
 from topicbench.tasks.progress import listening
 from topicbench.tasks.records import settings_key
+from topicbench.tasks.spool import Spool
+from topicbench.tasks.store_checks import check_free_space
+from topicbench.tasks.llm_judge import judge_record
 from topicbench.tasks.tracking import (
-    Tracker, check_tracking_uri, exception_chain, log_failed_run, log_model_run, run_record,
+    Tracker, TrackingError, check_tracking_uri, exception_chain, log_failed_run, log_model_run, run_record,
+    store_unavailable,
 )
 
 from .config import BenchmarkConfig, CorpusSpec, ModelSpec
@@ -34,6 +47,11 @@ from .progress import live_progress
 from .runtime import prefect_defaults, shared_prefect_server, task_runner, uses_worker_processes
 
 logger = logging.getLogger(__name__)
+
+#: Seconds between two looks at the runs other processes hold, and between two console lines
+#: saying what is waited for.
+WAIT_POLL_SECONDS = 5.0
+WAIT_NOTE_SECONDS = 30.0
 
 
 @dataclass(frozen=True, eq=False)
@@ -53,10 +71,18 @@ class Job:
     @property
     def key(self) -> str:
         """Hash of everything that decides the run's result (resume matches on it)."""
-        return settings_key(
-            self.corpus_data.fingerprint(), self.model.model, self.model.num_topics, self.model.settings,
-            self.seed, sorted(self.metrics), list(self.config.top_n),
-        )
+        parts = [self.corpus_data.fingerprint(), self.model.model, self.model.num_topics, self.model.settings,
+                 self.seed, sorted(self.metrics), list(self.config.top_n)]
+        if self.llm is not None:  # who judged, and how (runs without LLM metrics keep their keys)
+            endpoint, judge = self.llm
+            parts.append({"llm_model": endpoint.model, "judge": judge_record(judge)})
+        return settings_key(*parts)
+
+    @property
+    def llm(self):
+        """(endpoint, judge settings) when this run's metrics ask an LLM, else None."""
+        asking = set(self.metrics) & set(self.config.llm_metrics())
+        return self.config.llm_settings() if asking else None
 
     @property
     def label(self) -> str:
@@ -73,27 +99,50 @@ class Job:
         return run_record(self.corpus_data, self.model, self.seed, self.config)
 
 
+@dataclass
+class Ledger:
+    """What became of the runs this process claimed: labels logged (``from_spool`` of them logged
+    from the spool), failed (with their error), spooled; and the error that showed the store gone."""
+
+    spool: Spool
+    logged: list = field(default_factory=list)
+    from_spool: list = field(default_factory=list)
+    failed: list = field(default_factory=list)
+    spooled: list = field(default_factory=list)
+    store_gone: BaseException | None = None
+
+
 @flow(name="benchmark", validate_parameters=False)
 def benchmark(config: BenchmarkConfig) -> dict:
-    """Fit every (corpus, model, seed) of ``config`` that is neither finished nor being fitted by
-    another process on the same store, score and track it.
+    """Fit every (corpus, model, seed) of ``config`` that is not finished, score and track it: the
+    runs this process claims first (spooled fits of earlier runs are logged, not refitted), then
+    those that other processes held and did not finish.
 
     A model that fails is recorded as a FAILED nested run with its error and the others go on;
-    the flow then ends Failed, naming what failed. Any other exit (an error of the flow itself, an
-    interrupt) ends the parent and every claimed run FAILED or KILLED, with the cause, and raises.
+    the flow then ends Failed, naming what failed. A store that stops answering ends it with a
+    :class:`TrackingError` naming the spool that keeps the fits it could not log. Any other exit
+    (an error of the flow itself, an interrupt) ends the parent and every claimed run FAILED or
+    KILLED, with the cause, and raises.
     """
     tracker = Tracker(config.tracking_uri, config.experiment)
+    ledger = Ledger(Spool.of(config.tracking_uri, config.experiment))
     parent = tracker.open_parent(config)
     try:
         with tracker.heartbeat():
-            return _fit_score_and_track(config, tracker, parent)
+            return _fit_score_and_track(config, tracker, parent, ledger)
     except BaseException as error:  # interrupts included: nothing is left RUNNING
         tracker.abandon(error)
+        if not isinstance(error, Exception):  # an interrupt (the command's last line names the spool)
+            raise
+        if not isinstance(error, TrackingError) and (ledger.store_gone is not None or store_unavailable(error)):
+            ledger.store_gone = ledger.store_gone or error
+            raise TrackingError(store_gone_message(config.tracking_uri, ledger)) from error
         raise
 
 
-def _fit_score_and_track(config: BenchmarkConfig, tracker: Tracker, parent: str):
-    """The benchmark's body: claim the runs, fit them concurrently, score and log each as it ends."""
+def _fit_score_and_track(config: BenchmarkConfig, tracker: Tracker, parent: str, ledger: Ledger):
+    """The benchmark's body: claim the runs, fit them concurrently, score and log each as it ends,
+    then wait for those held elsewhere."""
     log = get_run_logger()
     splits = {spec.name: _splits(load_corpus(spec)) for spec in config.corpora}
     jobs = [
@@ -101,24 +150,42 @@ def _fit_score_and_track(config: BenchmarkConfig, tracker: Tracker, parent: str)
         for spec in config.corpora for model in config.models for seed in config.seeds
     ]
     claims = tracker.claim_jobs(parent, jobs)
-    finished, elsewhere, todo = _sort_claims(jobs, claims, log)
+    finished, held, todo = _sort_claims(jobs, claims, log)
     with live_progress(len(todo), log) as progress, listening(progress):
-        logged, failed = _fit_all(todo, claims, config, tracker, splits, progress, log)
+        _run_claimed(todo, claims, config, tracker, splits, progress, log, ledger)
+        done_elsewhere = _wait_for_others(held, parent, config, tracker, splits, progress, log, ledger)
+    if ledger.store_gone is not None:
+        raise TrackingError(store_gone_message(config.tracking_uri, ledger))
     summary = {
         "experiment": config.experiment, "runs": len(jobs), "skipped_finished": len(finished),
-        "claimed_elsewhere": elsewhere, "logged": logged, "failed": failed, "parent_run_id": parent,
+        "claimed_elsewhere": [f"{job.label}: fitted by another process" for job in done_elsewhere],
+        "logged": ledger.logged, "from_spool": ledger.from_spool, "failed": ledger.failed, "parent_run_id": parent,
     }
-    tracker.close_parent(parent, summary, failed)
-    if failed:
-        return Failed(message=f"{len(failed)} of {len(todo)} runs failed: " + "; ".join(failed), data=summary)
+    tracker.close_parent(parent, summary, ledger.failed)
+    if ledger.failed:
+        return Failed(message=f"{len(ledger.failed)} of {len(ledger.logged) + len(ledger.failed)} runs failed: "
+                      + "; ".join(ledger.failed), data=summary)
     return summary
 
 
-def _fit_all(todo: list, claims: dict, config: BenchmarkConfig, tracker: Tracker, splits: dict, progress, log):
+def _run_claimed(todo: list, claims: dict, config, tracker: Tracker, splits: dict, progress, log, ledger: Ledger):
+    """Log the spooled fits of ``todo`` (fitted by an earlier run that could not log them), then fit
+    the others."""
+    spooled, to_fit = ledger.spool.keys(), []
+    for job in todo:
+        if job.key in spooled:
+            spooled.discard(job.key)  # two jobs of one key: the second is fitted
+            _log_spooled(tracker, claims[job].run_id, job, ledger, log)
+            progress.run_done(job.label)
+        else:
+            to_fit.append(job)
+    _fit_all(to_fit, claims, config, tracker, splits, progress, log, ledger)
+
+
+def _fit_all(todo: list, claims: dict, config, tracker: Tracker, splits: dict, progress, log, ledger: Ledger):
     """Fit and score every job of ``todo`` (where it runs) and log each as it ends; a failure is
-    recorded as the job's FAILED run and the others go on. Returns the labels logged and the failures."""
-    futures = _submit_fits(todo, config, splits)
-    failed, logged = [], []
+    recorded as the job's FAILED run and the others go on."""
+    futures = _submit_fits(todo, config, splits, budget=tracker.parent_id)
     started = time.perf_counter()
     for done, (future, job) in enumerate(finished_one_by_one(futures), start=1):
         run_id = claims[job].run_id
@@ -126,57 +193,177 @@ def _fit_all(todo: list, claims: dict, config: BenchmarkConfig, tracker: Tracker
             scored = _scored(future)
         except Exception as error:  # a failed fit or scoring: record it, go on with the others
             raise_interrupt_behind(error)
-            log_failed_run(tracker, run_id, job, error)
-            tracker.open_runs.discard(run_id)
-            failed.append(f"{job.label}: {type(error).__name__}: {error}")
+            _record_failure(tracker, run_id, job, error, ledger)
             progress.run_done(job.label, failed=True)
             log.warning("[%d/%d] %s FAILED: %s", done, len(todo), job.label, error)
             continue
-        _log_scored(tracker, run_id, job, scored)
-        logged.append(job.label)
+        _log_or_spool(tracker, run_id, job, scored, ledger, log)
         progress.run_done(job.label)
         # in the run logs; the console shows the live progress instead (this line with -v)
         log.info("[%d/%d] %s: fitted in %.1f s, scored in %.1f s (%.0f s elapsed)", done, len(todo), job.label,
                  scored.output.fit_seconds, scored.scoring_seconds, time.perf_counter() - started)
-    return logged, failed
 
 
-def _log_scored(tracker: Tracker, run_id: str, job: Job, scored) -> None:
-    """Log a scored fit to its claimed run, then remove its artifacts' temporary folder."""
-    try:
-        log_model_run(tracker, run_id, job, scored)
-    except Exception as error:
-        raise_interrupt_behind(error)
-        raise
-    finally:
-        scored.artifacts.remove()
+def _record_failure(tracker: Tracker, run_id: str, job: Job, error: BaseException, ledger: Ledger) -> None:
+    """A failed fit as its FAILED run (unless the store is gone: the claim then goes stale and the
+    next run fits it again)."""
+    ledger.failed.append(f"{job.label}: {type(error).__name__}: {error}")
+    if ledger.store_gone is None:
+        try:
+            log_failed_run(tracker, run_id, job, error)
+        except Exception as failure:
+            raise_interrupt_behind(failure)
+            if not store_unavailable(failure):
+                raise
+            ledger.store_gone = failure
     tracker.open_runs.discard(run_id)
 
 
+def _log_or_spool(tracker: Tracker, run_id: str, job: Job, scored, ledger: Ledger, log) -> None:
+    """Log a scored fit to its claimed run and remove its artifacts' temporary folder; or keep it
+    in the spool when the store is gone or full, or when an interrupt stops its logging (which is
+    then raised again)."""
+    record = FitRecord.of(scored, job.label)
+    if ledger.store_gone is None:
+        try:
+            with scored.artifacts.local_folder() as folder:
+                log_model_run(tracker, run_id, record, folder)
+        except BaseException as error:
+            _spool(ledger, job, record, scored.artifacts)
+            if not (isinstance(error, Exception) and store_unavailable(error)):
+                log.warning("%s: its logging stopped (%s); the fit is kept in %s", job.label, short_reason(error),
+                            ledger.spool.folder)
+                raise_interrupt_behind(error)
+                raise
+            ledger.store_gone = error
+            log.warning("the tracking store at %s stopped answering (%s): finished fits are kept in %s from now on, "
+                        "to be logged by the same command once it answers", tracker.tracking_uri,
+                        short_reason(error), ledger.spool.folder, extra=CONSOLE)
+        else:
+            ledger.logged.append(job.label)
+            scored.artifacts.remove()
+        tracker.open_runs.discard(run_id)
+        return
+    _spool(ledger, job, record, scored.artifacts)
+    tracker.open_runs.discard(run_id)
+
+
+def _spool(ledger: Ledger, job: Job, record: FitRecord, artifacts) -> None:
+    try:
+        ledger.spool.put(job.key, record, artifacts)
+    except OSError as error:
+        raise TrackingError(
+            f"could not log the fit of {job.label}, nor keep it in the spool {ledger.spool.folder} ({error}); its "
+            f"artifacts are in {artifacts.path or 'memory'}: free some space, or set TOPICBENCH_SPOOL to another disk"
+        ) from error
+    ledger.spooled.append(job.label)
+
+
+def _log_spooled(tracker: Tracker, run_id: str, job: Job, ledger: Ledger, log) -> None:
+    """Log the spooled fit of ``job`` to its new claim, then drop it from the spool (unless the
+    store is gone again: it stays there)."""
+    if ledger.store_gone is None:
+        record = ledger.spool.record(job.key)
+        record = replace(record, tags={**record.tags, "topicbench.logged_from_spool": str(ledger.spool.folder / job.key)})
+        try:
+            log_model_run(tracker, run_id, record, ledger.spool.artifacts(job.key))
+        except Exception as error:
+            raise_interrupt_behind(error)
+            if not store_unavailable(error):
+                raise
+            ledger.store_gone = error
+        else:
+            ledger.spool.remove(job.key)
+            ledger.logged.append(job.label)
+            ledger.from_spool.append(job.label)
+            log.info("%s: logged from the spool, not refitted", job.label, extra=CONSOLE)
+            return
+    ledger.spooled.append(job.label)
+    tracker.open_runs.discard(run_id)
+
+
+def _wait_for_others(held: list, parent: str, config, tracker: Tracker, splits: dict, progress, log,
+                     ledger: Ledger) -> list:
+    """Wait until each run of ``held`` (claimed by other processes) is FINISHED, claiming again
+    and fitting those whose claim ends otherwise (KILLED, FAILED, or its owner gone). The wait is
+    bounded by the holders' lives: a dead holder's claim is stale at once on this host, after
+    ``TOPICBENCH_STALE_RUN_SECONDS`` without a heartbeat elsewhere. Returns the jobs another
+    process finished."""
+    done_elsewhere, noted, waited = [], 0.0, time.monotonic()
+    while held and ledger.store_gone is None:
+        states = tracker.claim_states(held)
+        done_elsewhere += [job for job, state in states.items() if state == "finished"]
+        free = [job for job, state in states.items() if state is None]
+        held = [job for job, state in states.items() if state == "held"]
+        if free:
+            claims = tracker.claim_jobs(parent, free)
+            won = [job for job in free if claims[job].run_id]
+            done_elsewhere += [job for job in free if claims[job].finished_by]
+            held += [job for job in free if claims[job].held_by]
+            if won:
+                log.info("claimed again %d runs that another process did not finish: %s", len(won),
+                         ", ".join(job.label for job in won), extra=CONSOLE)
+                progress.total += len(won)
+                _run_claimed(won, claims, config, tracker, splits, progress, log, ledger)
+        if held and time.monotonic() - noted >= WAIT_NOTE_SECONDS:
+            noted = time.monotonic()
+            log.info("waiting for %d runs that other processes are fitting (%.0f s so far): %s", len(held),
+                     noted - waited, ", ".join(job.label for job in held[:5]) + (", ..." if len(held) > 5 else ""),
+                     extra=CONSOLE)
+        if held:
+            time.sleep(WAIT_POLL_SECONDS)
+    return done_elsewhere
+
+
+def store_gone_message(tracking_uri: str, ledger: Ledger) -> str:
+    """The last line of a benchmark whose store stopped answering: why, and where its fits are."""
+    reason = short_reason(ledger.store_gone) if ledger.store_gone is not None else "unknown"
+    if not ledger.spooled:
+        return (f"the tracking store at {tracking_uri} stopped answering ({reason}); no fit was lost: the same "
+                f"command resumes once it answers")
+    return (f"the tracking store at {tracking_uri} stopped answering ({reason}): {len(ledger.spooled)} fitted runs "
+            f"are kept in {ledger.spool.folder}; run the same command once the store answers to log them without "
+            f"refitting")
+
+
+def short_reason(error: BaseException) -> str:
+    """What the store's failure was, in a few words."""
+    text = " ".join(str(cause) for cause in exception_chain(error))
+    for words, reason in (("Connection refused", "connection refused"), ("disk is full", "its disk is full"),
+                          ("No space left", "its disk is full"), ("timed out", "timed out"),
+                          ("Max retries exceeded", "no answer")):
+        if words in text:
+            return reason
+    return (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
+
+
 def _sort_claims(jobs: list, claims: dict, log):
-    """(finished elsewhere or before, lines naming the runs other processes hold, jobs to run)."""
+    """(finished elsewhere or before, jobs other processes hold, jobs to run)."""
     finished = [job for job in jobs if claims[job].finished_by]
-    elsewhere = [f"{job.label}: claimed by {claims[job].held_by}" for job in jobs if claims[job].held_by]
-    for line in elsewhere:
-        log.info("skipped %s", line, extra=CONSOLE)
+    held = [job for job in jobs if claims[job].held_by]
+    for job in held:
+        log.info("%s: claimed by %s (waited for after this process's runs)", job.label, claims[job].held_by,
+                 extra=CONSOLE)
     # Largest corpora first: the costliest fits start early and the run does not end on one long
     # fit while the other workers idle (the order of results does not matter).
     todo = sorted((job for job in jobs if claims[job].run_id), key=lambda job: -job.corpus_data.n_tokens)
     log.info("%d runs: %d already finished (skipped), %d fitted by other processes, %d to run",
-             len(jobs), len(finished), len(elsewhere), len(todo), extra=CONSOLE)
-    return finished, elsewhere, todo
+             len(jobs), len(finished), len(held), len(todo), extra=CONSOLE)
+    return finished, held, todo
 
 
-def _submit_fits(todo: list, config: BenchmarkConfig, splits: dict) -> dict:
+def _submit_fits(todo: list, config: BenchmarkConfig, splits: dict, budget: str | None = None) -> dict:
     """One fit-and-score task per job (after its corpus's document embeddings, where the model
-    reads them)."""
+    reads them). ``budget`` names what the LLM metrics' token budget is counted against (this
+    benchmark's parent run)."""
     embeddings = _embed_documents_once(todo)
     flow_host = socket.gethostname()
     return {
         fit_and_score.submit(
             job.corpus_data, job.model.model, job.model.num_topics, job.model.settings, job.seed,
             splits[job.corpus.name][1], job.label, metrics=job.metrics, context_metrics=config.metrics,
-            top_n=config.top_n, flow_host=flow_host, wait_for=embeddings.get(job.embedding_key, []),
+            top_n=config.top_n, flow_host=flow_host, llm=job.llm, llm_budget=budget,
+            wait_for=embeddings.get(job.embedding_key, []),
         ): job
         for job in todo
     }
@@ -264,6 +451,7 @@ def run_benchmark(config: BenchmarkConfig):
         and the claimed runs were marked KILLED and the temporary servers stopped.
     """
     check_tracking_uri(config.tracking_uri)  # before any work: an unusable store fails now
+    check_free_space(config.tracking_uri)
     prefect_defaults()
     with shared_prefect_server(uses_worker_processes(config.workers, config.scheduler)):
         runner = task_runner(config.workers, config.scheduler)

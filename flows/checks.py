@@ -11,6 +11,7 @@ import os
 import re
 import socket
 from pathlib import Path
+from urllib.parse import urlparse
 
 from topicbench.core.io import can_write_in
 from topicbench.core.validation import InputError
@@ -85,6 +86,50 @@ def check_scheduler_reachable(address: str, timeout: float = DEFAULT_CONNECT_TIM
         ) from None
 
 
+def check_prefect_environment(timeout: float = DEFAULT_CONNECT_TIMEOUT) -> None:
+    """The Prefect settings of the environment, checked before a command that runs a flow starts:
+    every ``PREFECT_*`` variable parses (Prefect would fail later with a validation traceback),
+    and a ``PREFECT_API_URL`` is an http(s) URL whose server answers ``/health`` within
+    ``timeout`` seconds (Prefect would fail at the flow's start with "Failed to reach API")."""
+    _check_prefect_settings_parse()
+    url = os.environ.get("PREFECT_API_URL", "").strip()
+    if not url:
+        return
+    parts = urlparse(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise InputError(
+            f"PREFECT_API_URL={url!r} is not the http(s) URL of a Prefect server's API (such as "
+            "http://127.0.0.1:4200/api); unset it and topicbench starts a temporary server"
+        )
+    import requests
+
+    try:
+        requests.get(url.rstrip("/") + "/health", timeout=timeout).raise_for_status()
+    except requests.RequestException as error:
+        reason = "no answer" if isinstance(error, requests.Timeout) else type(error).__name__
+        raise InputError(
+            f"the Prefect server at PREFECT_API_URL={url} does not answer ({reason} within {timeout:g} s); start it "
+            "(`prefect server start`) or unset PREFECT_API_URL and topicbench starts a temporary server"
+        ) from None
+
+
+def _check_prefect_settings_parse() -> None:
+    """Build Prefect's settings from the environment; a value that does not parse names its variable."""
+    import pydantic
+    from prefect.settings import Settings
+
+    try:
+        Settings()
+    except pydantic.ValidationError as error:
+        problem = error.errors()[0]
+        field_name = str(problem["loc"][-1]).upper() if problem.get("loc") else ""
+        value = problem.get("input")
+        names = sorted(name for name, text in os.environ.items()
+                       if name.startswith("PREFECT_") and name.endswith(field_name) and text == str(value))
+        variable = names[0] if names else f"a PREFECT_ setting ({field_name.lower()})"
+        raise InputError(f"{variable}={value!r} is not valid: {problem['msg'].lower()}; fix or unset it") from None
+
+
 # -- argparse types: a range error is a usage error before anything runs ---------------------------
 
 
@@ -100,6 +145,32 @@ def integer_at_least(low: int):
 
     parse.__name__ = f"integer >= {low}"
     return parse
+
+
+def integer_in(low: int, high: int):
+    """An integer in [low, high]."""
+
+    def parse(text: str) -> int:
+        value = integer_at_least(low)(text)
+        if value > high:
+            raise argparse.ArgumentTypeError(f"must be an integer in [{low}, {high}], got {value}")
+        return value
+
+    parse.__name__ = f"integer in [{low}, {high}]"
+    return parse
+
+
+def experiment_name(text: str) -> str:
+    """An experiment's name: visible text without control characters, at most 200 characters
+    (the config's rule, :data:`~topicbench.core.schema.NAME_SCHEMA`)."""
+    from topicbench.core.schema import NAME_SCHEMA
+
+    if not re.match(NAME_SCHEMA["pattern"], text) or len(text) > NAME_SCHEMA["maxLength"]:
+        raise argparse.ArgumentTypeError(
+            f"an experiment name is visible text without control characters, at most {NAME_SCHEMA['maxLength']} "
+            f"characters; got {text!r}"
+        )
+    return text
 
 
 def number_in(low: float, high: float = math.inf, *, low_open: bool = False, high_open: bool = True):

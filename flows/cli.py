@@ -13,14 +13,16 @@ import sys
 import time
 from pathlib import Path
 
-from topicbench.core.config import DEFAULT_EPSILON, DEFAULT_GENERATOR, DEFAULT_TOP_WORDS, GENERATORS
+from topicbench.core.config import DEFAULT_EPSILON, DEFAULT_GENERATOR, DEFAULT_TOP_WORDS, GENERATORS, MAX_SEED
+from topicbench.core.dask_cluster import WORKER_WAIT_SECONDS
 from topicbench.core.validation import InputError
 from topicbench.flows.checks import (
-    DEFAULT_CONNECT_TIMEOUT, check_output_file, check_output_folder, check_port_free,
-    check_scheduler_reachable, integer_at_least, number_in, port_number,
+    DEFAULT_CONNECT_TIMEOUT, check_output_file, check_output_folder, check_port_free, check_prefect_environment,
+    check_scheduler_reachable, experiment_name, integer_at_least, integer_in, number_in, port_number,
 )
 from topicbench.flows.config import DEFAULT_TRACKING_DATABASE, DEFAULT_TRACKING_URI
 from topicbench.flows.console import configure_console, quiet_worker_consoles
+from topicbench.flows.data import DOWNLOAD_DEADLINE_SECONDS, DOWNLOAD_TIMEOUT_SECONDS
 from topicbench.flows.runtime import prefect_defaults
 from topicbench.flows.startup import defer_imports
 
@@ -34,7 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="show debug logging")
     commands = parser.add_subparsers(dest="command", required=True)
     for add_command in (_add_elda_command, _add_run_command, _add_serve_command, _add_report_command,
-                        _add_paper_command, _add_data_command, _add_ui_command, _add_compile_command):
+                        _add_paper_command, _add_data_command, _add_ui_command, _add_compile_command,
+                        _add_schema_command, _add_judge_command):
         add_command(commands)
     return parser
 
@@ -63,10 +66,14 @@ def _add_elda_command(commands) -> None:
     elda.add_argument("--algorithm", choices=("greedy", "parallel"), default="greedy",
                       help="exact FastGreedy, or the low-adaptivity parallel algorithm on Dask")
     elda.add_argument("--epsilon", type=number_in(0, 1, low_open=True), default=DEFAULT_EPSILON, help="accuracy parameter of the parallel algorithm")
-    elda.add_argument("--seed", type=integer_at_least(0), default=0, help="seed of the parallel algorithm")
+    elda.add_argument("--seed", type=integer_in(0, MAX_SEED), default=0, help="seed of the parallel algorithm")
     elda.add_argument("--workers", type=integer_at_least(1), help="workers of the local Dask cluster (default: cores)")
     elda.add_argument("--scheduler", metavar="ADDRESS", help="run on an existing Dask scheduler instead")
     _connect_timeout_argument(elda)
+    elda.add_argument(
+        "--worker-timeout", type=number_in(0, low_open=True), default=WORKER_WAIT_SECONDS, metavar="SECONDS",
+        help=f"when every Dask worker is gone, how long to wait for one to join before giving up (default: {WORKER_WAIT_SECONDS:g})",
+    )
     elda.add_argument("--top", type=integer_at_least(0), default=10, help="number of topics to print")
     elda.add_argument("--top-words", type=integer_at_least(1), default=DEFAULT_TOP_WORDS, help="words shown per topic")
     elda.add_argument("--json", metavar="OUT", help="write the result as JSON to OUT")
@@ -83,14 +90,15 @@ def _add_run_command(commands) -> None:
     )
     run.add_argument("config", nargs="?", help="a benchmark YAML config")
     run.add_argument("--tracking-uri", help=f"MLflow tracking URI (default: {DEFAULT_TRACKING_URI})")
-    run.add_argument("--experiment", help="MLflow experiment name (overrides the config)")
+    run.add_argument("--experiment", type=experiment_name, help="MLflow experiment name (overrides the config)")
     run.add_argument("--workers", type=integer_at_least(1), help="Dask worker processes fitting models concurrently")
     run.add_argument("--scheduler", metavar="ADDRESS", help="run the fits on an existing Dask scheduler")
     _connect_timeout_argument(run)
-    run.add_argument("--seeds", type=integer_at_least(0), nargs="+", help="seeds (overrides the config)")
+    run.add_argument("--seeds", type=integer_in(0, MAX_SEED), nargs="+", help="seeds (overrides the config)")
     run.add_argument("--no-report", action="store_true", help="do not write the report afterwards")
     run.add_argument("--out", help="report folder (default: results/<experiment>)")
-    run.set_defaults(handler=run_benchmark_command)
+    _llm_arguments(run)
+    run.set_defaults(handler=run_benchmark_command, runs_flows=True)
 
 
 def _add_serve_command(commands) -> None:
@@ -106,16 +114,16 @@ def _add_serve_command(commands) -> None:
     serve.add_argument("--name", help="the deployment's name (default: the config's experiment)")
     serve.add_argument("--tracking-uri", help=f"MLflow tracking URI (default: the config's, else {DEFAULT_TRACKING_URI})")
     serve.add_argument("--out", help="report folder (default: results/<experiment>)")
-    serve.set_defaults(handler=run_serve_command)
+    serve.set_defaults(handler=run_serve_command, runs_flows=True)
 
 
 def _add_report_command(commands) -> None:
     """topicbench report: the report of a tracked experiment."""
     report = commands.add_parser("report", help="build the report of an experiment from its tracked runs")
-    report.add_argument("--experiment", required=True)
+    report.add_argument("--experiment", type=experiment_name, required=True)
     report.add_argument("--tracking-uri", help=f"MLflow tracking URI (default: {DEFAULT_TRACKING_URI})")
     report.add_argument("--out", help="report folder (default: results/<experiment>)")
-    report.set_defaults(handler=run_report_command)
+    report.set_defaults(handler=run_report_command, runs_flows=True)
 
 
 def _add_paper_command(commands) -> None:
@@ -128,14 +136,15 @@ def _add_paper_command(commands) -> None:
     paper.add_argument("--corpora", nargs="+", help="subset of congress reuters 20ng_politics")
     paper.add_argument("--data", help="folder holding congress/, reuters/ and 20ng_politics/ (default: ../shared/data "
                        "when it exists, else the data cache of `topicbench data fetch`)")
-    paper.add_argument("--seeds", type=integer_at_least(0), nargs="+", default=[0, 1, 2])
+    paper.add_argument("--seeds", type=integer_in(0, MAX_SEED), nargs="+", default=[0, 1, 2])
     paper.add_argument("--iterations", type=integer_at_least(1), default=1000, help="Gibbs sweeps (the paper: 1000)")
     paper.add_argument("--workers", type=integer_at_least(1), default=2)
     paper.add_argument("--scheduler", metavar="ADDRESS", help="run the fits on an existing Dask scheduler")
     _connect_timeout_argument(paper)
     paper.add_argument("--tracking-uri", help=f"MLflow tracking URI (default: {DEFAULT_TRACKING_URI})")
     paper.add_argument("--out", default="results/paper")
-    paper.set_defaults(handler=run_paper_command)
+    _llm_arguments(paper)
+    paper.set_defaults(handler=run_paper_command, runs_flows=True)
 
 
 def _add_data_command(commands) -> None:
@@ -152,6 +161,11 @@ def _add_data_command(commands) -> None:
     fetch.add_argument("name", help="a dataset name from `topicbench data list`")
     fetch.add_argument("--dest", metavar="DIR", help="write DIR/NAME instead of the data cache")
     fetch.add_argument("--url", metavar="URL", help="base URL replacing the published one (a mirror)")
+    fetch.add_argument("--timeout", type=number_in(0, low_open=True), default=DOWNLOAD_TIMEOUT_SECONDS, metavar="SECONDS",
+                       help=f"how long to wait for the server to answer, and then for each next piece of a file "
+                       f"(default: {DOWNLOAD_TIMEOUT_SECONDS:g})")
+    fetch.add_argument("--deadline", type=number_in(0, low_open=True), default=DOWNLOAD_DEADLINE_SECONDS, metavar="SECONDS",
+                       help=f"how long one file's whole download may take (default: {DOWNLOAD_DEADLINE_SECONDS:g})")
     fetch.set_defaults(handler=run_data_fetch_command)
 
 
@@ -174,11 +188,96 @@ def _add_compile_command(commands) -> None:
     compile_command.set_defaults(handler=run_compile_command)
 
 
+def _add_schema_command(commands) -> None:
+    """topicbench schema: the benchmark config's JSON Schema, for editors."""
+    schema = commands.add_parser(
+        "schema", help="print the benchmark config's JSON Schema (for editors' YAML support)",
+        description="Print the JSON Schema (draft 2020-12) every benchmark config is checked against: its "
+        "fields, each registered model's settings (plugins included), the metric and report-section names. "
+        "A YAML language server reads it from a first line '# yaml-language-server: $schema=PATH'.",
+    )
+    schema.add_argument("--out", metavar="FILE", help="write it to FILE instead of printing it")
+    schema.set_defaults(handler=run_schema_command)
+
+
+def _add_judge_command(commands) -> None:
+    """topicbench judge calibrate: an LLM judge against people's judgments of 300 topics."""
+    judge = commands.add_parser(
+        "judge", help="calibrate an LLM judge against human judgments of topics",
+        description="The LLM metrics (llm_rating, llm_intrusion) ask an OpenAI-compatible endpoint. `judge calibrate` "
+        "asks it about the 300 topics people judged in Hoyle et al. 2021 (`topicbench data fetch hoyle2021`) and "
+        "reports Spearman's rho against people, with bootstrap intervals, beside the automated coherences.",
+    )
+    actions = judge.add_subparsers(dest="judge_command", required=True)
+    calibrate = actions.add_parser("calibrate", help="rho of the judge's scores against people's, tracked in MLflow")
+    _llm_arguments(calibrate)
+    calibrate.add_argument("--config", help="read the llm: block (endpoint and judge settings) from this benchmark config")
+    calibrate.add_argument("--judgments", metavar="FILE", help="Hoyle et al.'s all_data.json (default: the fetched hoyle2021)")
+    calibrate.add_argument("--topics-per-model", type=integer_at_least(1), metavar="N",
+                           help="judge only each model's first N topics of each corpus (a quick look; default: all 50)")
+    calibrate.add_argument("--bootstrap", type=integer_at_least(100), default=1000, help="bootstrap resamples (default: 1000)")
+    calibrate.add_argument("--seed", type=integer_in(0, MAX_SEED), default=0, help="seed of the word orders, intruders and bootstrap")
+    calibrate.add_argument("--tracking-uri", help=f"MLflow tracking URI (default: {DEFAULT_TRACKING_URI})")
+    calibrate.set_defaults(handler=run_judge_calibrate_command)
+
+
+def _llm_arguments(parser) -> None:
+    parser.add_argument("--llm-base-url", metavar="URL", help="an OpenAI-compatible endpoint for the LLM metrics "
+                        "(e.g. http://127.0.0.1:8080/v1); overrides the config's llm.base_url")
+    parser.add_argument("--llm-model", metavar="NAME", help="the model at that endpoint; overrides llm.model")
+    parser.add_argument("--llm-api-key-env", metavar="VARIABLE",
+                        help="the environment variable holding the endpoint's key (the key itself is never given or logged)")
+
+
+def _config_with_llm_flags(args):
+    """The config of ``args.config`` (or the built-in one) with the --llm-* flags over its llm:
+    block, applied before it is checked (its LLM metrics need the endpoint the flags give)."""
+    from topicbench.flows.config import BenchmarkConfig, default_config
+    from topicbench.flows.config_file import read_yaml_config
+
+    if not args.config:
+        config = default_config()
+        llm = llm_block(args, None)
+        return config.replace(llm=llm) if llm is not None else config
+    data = read_yaml_config(args.config)
+    configured = data.get("llm")
+    llm = llm_block(args, configured if isinstance(configured, dict) else None)
+    if llm is not None:
+        data["llm"] = llm
+    return BenchmarkConfig.from_dict(data, where=str(args.config))
+
+
+def llm_block(args, configured: dict | None) -> dict | None:
+    """The config's ``llm`` block with the command line's --llm-* flags over it (None when neither
+    gives one); base URL and model must both be known."""
+    given = {key: value for key, value in (("base_url", args.llm_base_url), ("model", args.llm_model),
+                                           ("api_key_env", args.llm_api_key_env)) if value}
+    if not given:
+        return configured
+    block = {**(configured or {}), **given}
+    missing = [flag for flag, key in (("--llm-base-url", "base_url"), ("--llm-model", "model")) if key not in block]
+    if missing:
+        raise InputError(f"{missing[0]} is needed too: an LLM endpoint is a base URL and a model")
+    return block
+
+
+def _check_llm_endpoint(endpoint) -> None:
+    from topicbench.tasks.llm_judge import check_endpoint
+
+    check_endpoint(endpoint)
+
+
 def _connect_timeout_argument(parser) -> None:
     parser.add_argument(
         "--connect-timeout", type=number_in(0, low_open=True), default=DEFAULT_CONNECT_TIMEOUT, metavar="SECONDS",
         help=f"how long to wait for --scheduler to answer before giving up (default: {DEFAULT_CONNECT_TIMEOUT:g})",
     )
+
+
+def _default_report_folder(experiment: str) -> Path:
+    from topicbench.flows.report import default_report_folder
+
+    return default_report_folder(experiment)
 
 
 def _tracking_uri(value: str | None) -> str:
@@ -190,12 +289,11 @@ def _tracking_uri(value: str | None) -> str:
 
 def run_benchmark_command(args) -> int:
     from topicbench.flows.benchmark import run_benchmark
-    from topicbench.flows.config import BenchmarkConfig, default_config
     from topicbench.tasks.tracking import check_tracking_uri
 
     _hide_library_tracebacks(args.verbose)
 
-    config = BenchmarkConfig.from_yaml(args.config) if args.config else default_config()
+    config = _config_with_llm_flags(args)
     overrides = {"tracking_uri": _config_tracking_uri(args.tracking_uri, config, from_file=bool(args.config))}
     if args.experiment:
         overrides["experiment"] = args.experiment
@@ -207,12 +305,14 @@ def run_benchmark_command(args) -> int:
         overrides["seeds"] = args.seeds
     config = config.replace(**overrides)
     # everything that can fail without running anything fails now
-    out = args.out or str(Path.cwd() / "results" / config.experiment)
+    out = args.out or str(_default_report_folder(config.experiment))
     if not args.no_report:
         check_output_folder(out, "--out (the report folder)")
     if config.scheduler:
         check_scheduler_reachable(config.scheduler, args.connect_timeout)
     check_tracking_uri(config.tracking_uri)
+    if config.llm_metrics():
+        _check_llm_endpoint(config.llm_settings()[0])
 
     started = time.perf_counter()
     state = run_benchmark(config)
@@ -250,7 +350,7 @@ def run_serve_command(args) -> int:
         _check_cron(args.cron)
     require_prefect_server()
     tracking_uri = _config_tracking_uri(args.tracking_uri, config, from_file=True)
-    out = str(Path(args.out or Path.cwd() / "results" / config.experiment).resolve())
+    out = str(Path(args.out or _default_report_folder(config.experiment)).resolve())
     check_output_folder(out, "--out (the report folder)")
     if config.scheduler:
         check_scheduler_reachable(config.scheduler, DEFAULT_CONNECT_TIMEOUT)
@@ -274,9 +374,11 @@ def _check_cron(cron: str) -> None:
 
 
 def _runs_summary(summary: dict) -> str:
-    elsewhere = summary.get("claimed_elsewhere", [])
-    return (f"{len(summary['logged'])} runs logged, {summary['skipped_finished']} already finished (skipped)"
-            + (f", {len(elsewhere)} being fitted by another process (skipped)" if elsewhere else ""))
+    elsewhere, from_spool = summary.get("claimed_elsewhere", []), summary.get("from_spool", [])
+    return (f"{len(summary['logged'])} runs logged"
+            + (f" ({len(from_spool)} of them from the spool, not refitted)" if from_spool else "")
+            + f", {summary['skipped_finished']} already finished (skipped)"
+            + (f", {len(elsewhere)} fitted by another process" if elsewhere else ""))
 
 
 def _minutes(seconds: float) -> str:
@@ -293,9 +395,12 @@ def _write_report(experiment: str, tracking_uri: str, out: str) -> dict | None:
     none (the flow failed before its first fit), say so and go on (None), so that the flow's error
     stays the last line."""
     from topicbench.flows.report import report
+    from topicbench.tasks.report import ReportWriteError
 
     try:
         return report(experiment, tracking_uri, out)
+    except ReportWriteError:
+        raise  # the folder took no files: the command fails with that as its last line
     except InputError as error:
         logger.warning("no report written: %s", error)
         return None
@@ -313,11 +418,14 @@ def run_paper_command(args) -> int:
         baselines=tuple(args.baselines) if args.baselines is not None else tuple(SET2_BASELINES),
         corpora=tuple(args.corpora or PAPER_CORPORA),
     )
-    paper_config(**settings, tracking_uri=tracking_uri)  # the corpora, baselines and seeds, checked
+    settings["llm"] = llm_block(args, None)
+    config = paper_config(**settings, tracking_uri=tracking_uri)  # the corpora, baselines and seeds, checked
     check_output_folder(args.out, "--out (the report folder)")
     if args.scheduler:
         check_scheduler_reachable(args.scheduler, args.connect_timeout)
     check_tracking_uri(tracking_uri)
+    if config.llm_metrics():
+        _check_llm_endpoint(config.llm_settings()[0])
 
     started = time.perf_counter()
     state = run_paper(**settings, tracking_uri=tracking_uri, out=args.out, scheduler=args.scheduler)
@@ -338,10 +446,11 @@ def run_data_list_command(args) -> int:
 
 
 def run_data_fetch_command(args) -> int:
-    from topicbench.flows.data import fetch_dataset
+    from topicbench.flows.data import DownloadLimits, fetch_dataset
 
     started = time.perf_counter()
-    folder, fetched = fetch_dataset(args.name, dest=args.dest, base_url=args.url)
+    limits = DownloadLimits(timeout=args.timeout, deadline=args.deadline)
+    folder, fetched = fetch_dataset(args.name, dest=args.dest, base_url=args.url, limits=limits)
     if fetched:
         print(f"{args.name}: fetched and checked in {time.perf_counter() - started:.1f} s: {folder}")
     else:
@@ -356,7 +465,7 @@ def run_report_command(args) -> int:
 
     uri = _tracking_uri(args.tracking_uri)
     _require_experiment(uri, args.experiment)
-    out = args.out or str(Path.cwd() / "results" / args.experiment)
+    out = args.out or str(_default_report_folder(args.experiment))
     check_output_folder(out, "--out (the report folder)")
     written = report(args.experiment, uri, out)
     print(f"report: {written['markdown']} and {written['html']} ({written['finished']} runs, {written['failed']} failed)")
@@ -366,6 +475,7 @@ def run_report_command(args) -> int:
 def _require_existing_store(uri: str) -> None:
     """Reading commands never create a store: a sqlite file that does not exist is an error (MLflow
     would create and migrate an empty database, slowly, and then find nothing)."""
+    from topicbench.tasks.store_checks import uri_scheme
     from topicbench.tasks.tracking import check_tracking_uri, sqlite_path, tracking_store_exists
 
     database = sqlite_path(uri)
@@ -375,6 +485,11 @@ def _require_existing_store(uri: str) -> None:
             "(run `topicbench run` first, or give the store with --tracking-uri)"
         )
     check_tracking_uri(uri)
+    if uri_scheme(uri) == "postgresql" and not tracking_store_exists(uri):  # it answers, but holds no MLflow store
+        raise InputError(
+            f"no MLflow store in the database {uri.split('@')[-1]}: nothing has been tracked there yet "
+            "(run `topicbench run` first, or give the store with --tracking-uri)"
+        )
 
 
 def _require_experiment(uri: str, experiment: str) -> None:
@@ -388,6 +503,55 @@ def _require_experiment(uri: str, experiment: str) -> None:
             f"no experiment named {experiment!r} at {uri}; "
             + (f"experiments there: {', '.join(names)}" if names else "it holds no experiments yet")
         )
+
+
+def run_schema_command(args) -> int:
+    import json
+
+    from topicbench.core.io import write_text_atomically
+    from topicbench.flows.config_schema import config_schema
+
+    if args.out:
+        check_output_file(args.out, "--out")
+    text = json.dumps(config_schema(), indent=2, ensure_ascii=False) + "\n"
+    if args.out:
+        write_text_atomically(Path(args.out), text)
+        print(f"wrote {args.out}")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def run_judge_calibrate_command(args) -> int:
+    from topicbench.core.datasets import JUDGMENTS_FILE, cached_dataset_folder
+    from topicbench.core.schema import check_schema
+    from topicbench.flows.config import BenchmarkConfig
+    from topicbench.flows.judge import calibrate, format_table, verdict
+    from topicbench.tasks.llm_judge import LLM_SCHEMA, llm_settings
+    from topicbench.tasks.tracking import check_tracking_uri
+
+    configured = BenchmarkConfig.from_yaml(args.config).llm if args.config else None
+    block = llm_block(args, configured)
+    if block is None:
+        block = {}
+    check_schema(block, LLM_SCHEMA, "llm")
+    if "base_url" not in block or "model" not in block:
+        raise InputError("give the endpoint: --llm-base-url URL --llm-model NAME (or --config with an llm: block)")
+    endpoint, settings = llm_settings(block)
+    judgments = Path(args.judgments) if args.judgments else cached_dataset_folder("hoyle2021") / JUDGMENTS_FILE
+    if not judgments.is_file():
+        raise InputError(f"--judgments: {judgments} is not a file")
+    uri = _tracking_uri(args.tracking_uri)
+    check_tracking_uri(uri)
+    _check_llm_endpoint(endpoint)
+    calibration = calibrate(endpoint, settings, judgments, tracking_uri=uri, topics_per_model=args.topics_per_model,
+                            draws=args.bootstrap, seed=args.seed)
+    print(f"calibration of {endpoint.model} at {endpoint.base_url} on {calibration.topics} human-judged topics "
+          f"({calibration.requests} requests, {calibration.cached} answered from the cache, {calibration.seconds:.0f} s):")
+    print(format_table(calibration))
+    print(verdict(calibration))
+    print(f"tracked as run {calibration.run_id} of experiment 'judge-calibration' at {uri}")
+    return 0
 
 
 def run_compile_command(args) -> int:
@@ -475,7 +639,9 @@ def run_elda(args) -> int:
     def progress(made, budget, log_posterior):
         logger.info("links %d/%d  F = %.6f", made, budget, log_posterior)
 
-    executor = dask_executor(args.scheduler, workers=args.workers) if args.algorithm == "parallel" else None
+    executor = dask_executor(
+        args.scheduler, workers=args.workers, connect_timeout=args.connect_timeout, worker_timeout=args.worker_timeout,
+    ) if args.algorithm == "parallel" else None
     with executor or contextlib.nullcontext():  # a local cluster stops when the fit is done
         model = ELDA(
             args.kappa, generator=args.generator, top_words=args.top_words, executor=executor,
@@ -560,6 +726,14 @@ def _user_errors() -> tuple:
     return (InputError, TrackingError, ModelError, PrefectServerStartError, ConnectionError)
 
 
+def _spooled_clause() -> str:
+    """For each spool this process put fits in (a benchmark whose store stopped answering), the
+    clause ", and N fitted runs it could not take in FOLDER"; else an empty string."""
+    spool = sys.modules.get("topicbench.tasks.spool")  # not imported: nothing spooled
+    kept = spool.kept_by_this_process() if spool is not None else {}
+    return "".join(f", and {count} fitted runs it could not take in {folder}" for folder, count in kept.items())
+
+
 def _interrupt_on_sigterm(signum, frame):
     # SIGTERM (a job scheduler's stop, `kill`) takes the same exit path as Ctrl-C: runs are closed
     raise KeyboardInterrupt(f"signal {signum}")
@@ -583,13 +757,15 @@ def main(argv=None) -> int:
     prefect_defaults()
     previous_sigterm = signal.signal(signal.SIGTERM, _interrupt_on_sigterm)
     try:
+        if getattr(args, "runs_flows", False):
+            check_prefect_environment()  # before any work: Prefect would fail later, with a traceback
         code = args.handler(args)
         if argv is None:
             _exit_without_teardown(code)
         return code
     except KeyboardInterrupt:
-        print("topicbench: interrupted: finished runs are kept in the tracking store; the same command resumes",
-              file=sys.stderr)
+        print(f"topicbench: interrupted: finished runs are kept in the tracking store{_spooled_clause()}; the same "
+              f"command resumes", file=sys.stderr)
         if argv is None:
             # the command itself (not a caller of main): every run and server is closed by now, but
             # a fit still running in a worker thread would hold the interpreter's exit until it ends

@@ -7,7 +7,6 @@ import json
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-import yaml
 
 from topicbench.core.config import COHERENCE_TOP_N
 from topicbench.core.preprocess import PreprocessConfig
@@ -55,7 +54,7 @@ class CorpusSpec:
         """The name, the source (the built-in corpus, a path that exists, or a dataset in the data
         cache) and the preprocessing settings, before any corpus is read."""
         from topicbench.core.datasets import DATASETS, DatasetError
-        from topicbench.core.io import BUILTIN_CORPUS
+        from topicbench.core.io import BUILTIN_CORPUS, check_regular_file
 
         _require_text(self.name, f"{where}: name")
         _require_text(self.source, f"{where} ({self.name}): source")
@@ -66,11 +65,18 @@ class CorpusSpec:
                 self.resolved_source()
             except DatasetError as error:
                 raise InputError(f"{where} ({self.name}): {error}") from None
-        elif self.source != BUILTIN_CORPUS and not Path(self.source).expanduser().exists():
+        elif self.source != BUILTIN_CORPUS and Path(self.source).expanduser().exists():
+            source = Path(self.source).expanduser()
+            if not source.is_dir():  # a pipe or a device would block or never end when read
+                try:
+                    check_regular_file(source, "corpus source")
+                except InputError as error:
+                    raise InputError(f"{where} ({self.name}): {error}") from None
+        elif self.source != BUILTIN_CORPUS:
             raise InputError(
                 f"{where} ({self.name}): corpus source not found: {self.source} (give an OCTIS folder, "
                 f"a text file with one document a line, {BUILTIN_CORPUS!r}, or a dataset name fetched by "
-                f"`topicbench data fetch NAME`: {', '.join(DATASETS)}; relative paths are read from {Path.cwd()})"
+                f"`topicbench data fetch NAME`: {', '.join(n for n, d in DATASETS.items() if d.is_corpus)}; relative paths are read from {Path.cwd()})"
             )
         self.preprocess_config()
 
@@ -142,6 +148,9 @@ class BenchmarkConfig:
     report_sections : tuple of str or None
         Sections of the report, in order, from the report's section registry
         (``topicbench.tasks.report_sections.REPORT_SECTIONS``); None: the default sections.
+    llm : dict or None
+        The OpenAI-compatible endpoint the LLM metrics ask, and how
+        (:data:`topicbench.tasks.llm_judge.LLM_SCHEMA`); needed by ``llm_rating`` and ``llm_intrusion``.
     """
 
     experiment: str = "topicbench"
@@ -154,38 +163,31 @@ class BenchmarkConfig:
     workers: int = 1
     scheduler: str | None = None
     report_sections: tuple | None = None
+    llm: dict | None = None
 
     @classmethod
     def from_yaml(cls, path) -> "BenchmarkConfig":
-        path = Path(path)
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise InputError(f"config file not found: {path}") from None
-        except yaml.YAMLError as error:
-            mark = getattr(error, "problem_mark", None)
-            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-            problem = getattr(error, "problem", None) or str(error).splitlines()[0]
-            raise InputError(f"{path} is not valid YAML{where}: {problem}") from None
-        if not isinstance(data, dict):
-            raise InputError(f"{path}: the config must be a mapping of settings, got {type(data).__name__}")
-        return cls.from_dict(data, where=str(path))
+        """The config in a YAML file, checked (:func:`~topicbench.flows.config_file.read_yaml_config`
+        reads it, :meth:`from_dict` checks it)."""
+        from .config_file import read_yaml_config
+
+        return cls.from_dict(read_yaml_config(path), where=str(path))
 
     @classmethod
     def from_dict(cls, data: dict, *, where: str = "config") -> "BenchmarkConfig":
-        _no_unknown(data, {f.name for f in fields(cls)}, where)
+        """A config from its data, checked against the declared schema (every type and name,
+        :func:`~topicbench.flows.config_schema.check_config_data`) and then as a whole
+        (:meth:`validate`), before any work."""
+        from .config_schema import check_config_data
+
+        if not isinstance(data, dict):
+            raise InputError(f"{where}: the config must be a mapping of settings, got {type(data).__name__}")
+        check_config_data(data, where)
         values = dict(data)
-        for key in ("corpora", "models", "seeds", "metrics", "top_n", "report_sections"):
-            if key in values and values[key] is not None and not isinstance(values[key], (list, tuple)):
-                raise InputError(f"{where}: {key} must be a list, got {values[key]!r}")
-        if "corpora" in values and not values["corpora"]:
-            # an empty list is a mistake, not a request for the built-in corpus (leave the key out)
-            raise InputError(f"{where}: corpora is empty: list at least one corpus, or leave 'corpora' out for the built-in Lee corpus")
-        values["corpora"] = tuple(
-            _spec(CorpusSpec, item, f"{where}: corpora[{i}]") for i, item in enumerate(data.get("corpora", ()))
-        ) or cls.corpora
+        values["corpora"] = tuple(CorpusSpec(**item) for item in data.get("corpora", ())) or cls.corpora
         values["models"] = tuple(
-            _spec(ModelSpec, item, f"{where}: models[{i}]") for i, item in enumerate(data.get("models", ()))
+            ModelSpec(**{**item, "metrics": tuple(item["metrics"]) if item.get("metrics") is not None else None})
+            for item in data.get("models", ())
         )
         for key in ("seeds", "metrics", "top_n", "report_sections"):
             if values.get(key) is not None:
@@ -237,14 +239,37 @@ class BenchmarkConfig:
                 raise InputError(f"{where}: model {spec.name!r} lists metric {outside[0]!r}, which is not in the config's metrics")
         if self.report_sections is not None:
             _check_report_sections(self.report_sections, where)
+        asking = self.llm_metrics()
+        missing = [key for key in ("base_url", "model") if key not in (self.llm or {})]
+        if asking and missing:
+            raise InputError(
+                f"{where}: the metrics {', '.join(asking)} ask an LLM, and its llm.{missing[0]} is not given: give the "
+                "config an llm: block (base_url, model) or run with --llm-base-url URL --llm-model NAME"
+            )
         return self
+
+    def llm_metrics(self) -> list:
+        """The config's metrics that ask an LLM (those that need ``llm``)."""
+        from topicbench.core.metrics.registry import METRICS
+
+        return [name for name in self.metrics if "llm" in METRICS.get(name).needs]
+
+    def llm_settings(self):
+        """(endpoint, judge settings) of the ``llm`` block, or None when there is none."""
+        from topicbench.tasks.llm_judge import llm_settings
+
+        return llm_settings(self.llm) if self.llm is not None else None
 
     def to_dict(self) -> dict:
         return json.loads(json.dumps(asdict(self)))
 
     def fingerprint(self) -> str:
-        """SHA-256 of the canonical JSON of the whole config."""
-        return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()
+        """SHA-256 of the canonical JSON of the whole config (without an unset ``llm``, so that
+        configs written before it existed keep their fingerprints)."""
+        data = self.to_dict()
+        if data.get("llm") is None:
+            data.pop("llm", None)
+        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
     def replace(self, **changes) -> "BenchmarkConfig":
         data = {**self.to_dict(), **changes}
@@ -287,24 +312,3 @@ def _is_integer(value) -> bool:
 def _require_text(value, what: str) -> None:
     if not isinstance(value, str) or not value.strip():
         raise InputError(f"{what} must be a non-empty string, got {value!r}")
-
-
-def _spec(kind, item, where):
-    if not isinstance(item, dict):
-        raise InputError(f"{where}: expected a mapping, got {item!r}")
-    _no_unknown(item, {f.name for f in fields(kind)}, where)
-    if kind is ModelSpec and item.get("metrics") is not None:
-        if not isinstance(item["metrics"], (list, tuple)):
-            raise InputError(f"{where}: metrics must be a list of metric names, got {item['metrics']!r}")
-        item = {**item, "metrics": tuple(item["metrics"])}
-    if kind is CorpusSpec and "name" not in item:
-        raise InputError(f"{where}: a corpus needs a 'name'")
-    if kind is ModelSpec and "model" not in item:
-        raise InputError(f"{where}: a model needs a 'model' (a registry name)")
-    return kind(**item)
-
-
-def _no_unknown(data: dict, known: set, where: str) -> None:
-    unknown = sorted(set(data) - known)
-    if unknown:
-        raise InputError(f"{where}: unknown setting {unknown[0]!r}; known: {', '.join(sorted(known))}")

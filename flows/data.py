@@ -16,22 +16,42 @@ import logging
 import os
 import shutil
 import tempfile
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 
 from topicbench.core.datasets import (
-    COMPLETE_MARKER, DATA_HOME_VARIABLE, DATASETS, ELDA_PREPROCESSING, Dataset, DatasetError, RemoteFile,
+    COMPLETE_MARKER, DATA_HOME_VARIABLE, DATASETS, ELDA_PREPROCESSING, JUDGMENTS_FILE, Dataset, DatasetError, RemoteFile,
     data_home, get_dataset, is_cached,
 )
 from topicbench.core.elda_release import release_documents, write_octis_folder
+from topicbench.core.io import can_write_in
+
+from .console import CONSOLE
 
 logger = logging.getLogger(__name__)
 
 DOWNLOADS_FOLDER = ".downloads"
-DOWNLOAD_TIMEOUT_SECONDS = 60
+#: Seconds to wait for a server to answer, and then for each next piece of a file (--timeout).
+DOWNLOAD_TIMEOUT_SECONDS = 60.0
+#: Seconds one file's whole download may take (--deadline): a mirror that trickles a byte every
+#: few seconds never trips the per-read timeout, so without it a fetch could run for days.
+DOWNLOAD_DEADLINE_SECONDS = 1800.0
+#: Seconds between two progress lines of a download.
+PROGRESS_SECONDS = 10.0
 CHUNK_BYTES = 1 << 20
+
+
+@dataclass(frozen=True)
+class DownloadLimits:
+    """How long a download may wait: ``timeout`` for the server's answer and for each next piece,
+    ``deadline`` for a whole file."""
+
+    timeout: float = DOWNLOAD_TIMEOUT_SECONDS
+    deadline: float = DOWNLOAD_DEADLINE_SECONDS
 
 
 def sha256_of(path) -> str:
@@ -52,7 +72,7 @@ def _by_hand(url: str, target: Path, dataset: Dataset) -> str:
             f"`source: PATH` in a config, `--data PATH` for `topicbench paper`)")
 
 
-def download_file(url: str, target: Path, sha256: str, dataset: Dataset) -> Path:
+def download_file(url: str, target: Path, sha256: str, dataset: Dataset, limits: DownloadLimits = DownloadLimits()) -> Path:
     """``url`` into ``target`` if its SHA-256 is ``sha256``: written to a temporary file in the same
     folder, checked, then renamed. A file already at ``target`` with that checksum is kept."""
     if target.is_file():
@@ -65,7 +85,7 @@ def download_file(url: str, target: Path, sha256: str, dataset: Dataset) -> Path
     handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
     try:
         with os.fdopen(handle, "wb") as stream:
-            _copy_response(url, stream, target.name, dataset, target)
+            _copy_response(url, stream, target.name, dataset, target, limits)
         actual = sha256_of(temporary)
         if actual != sha256:
             raise DatasetError(
@@ -79,36 +99,79 @@ def download_file(url: str, target: Path, sha256: str, dataset: Dataset) -> Path
     return target
 
 
-def _copy_response(url: str, stream, name: str, dataset: Dataset, target: Path) -> None:
-    """The body at ``url`` into ``stream``; a short body (fewer bytes than Content-Length, a dropped
-    connection) and an unreachable server are errors naming the file."""
+def _copy_response(url: str, stream, name: str, dataset: Dataset, target: Path, limits: DownloadLimits) -> None:
+    """The body at ``url`` into ``stream``, with a progress line every :data:`PROGRESS_SECONDS`; a
+    short body (fewer bytes than Content-Length, a dropped connection), a server that does not
+    answer or stalls for ``limits.timeout`` seconds, and a download still going at
+    ``limits.deadline`` are errors naming the file and the limit."""
+    started = time.monotonic()
     try:
-        response = urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT_SECONDS)
+        response = urllib.request.urlopen(url, timeout=limits.timeout)
     except urllib.error.HTTPError as error:
         raise DatasetError(f"cannot download {name}: {url} answered HTTP {error.code} {error.reason}; "
                            + _by_hand(url, target, dataset)) from None
     except (urllib.error.URLError, OSError) as error:
         reason = getattr(error, "reason", None) or error
+        if isinstance(reason, TimeoutError) or isinstance(error, TimeoutError):
+            reason = f"no answer within {limits.timeout:g} s (--timeout)"
         raise DatasetError(f"cannot download {name}: {url} is unreachable ({reason}); "
                            + _by_hand(url, target, dataset)) from None
     received, dropped = 0, None
     with response:
         expected = response.headers.get("Content-Length")
+        progress = _Progress(name, int(expected) if expected and expected.isdigit() else None, started)
         try:
-            for chunk in iter(lambda: response.read(CHUNK_BYTES), b""):
+            # read1: whatever has arrived, so that a trickling server still meets the deadline check
+            for chunk in iter(lambda: response.read1(CHUNK_BYTES), b""):
                 stream.write(chunk)
                 received += len(chunk)
+                progress.update(received)
+                if time.monotonic() - started > limits.deadline:
+                    raise DatasetError(
+                        f"download of {name} from {url} stopped at the deadline of {limits.deadline:g} s (--deadline) "
+                        f"after {received} of {expected or 'an unknown number of'} bytes ({progress.rate(received)}); "
+                        + _by_hand(url, target, dataset)
+                    )
+        except TimeoutError:
+            dropped = f"no data for {limits.timeout:g} s (--timeout)"
         except (http.client.IncompleteRead, OSError) as error:
-            dropped = error
+            dropped = f"the connection dropped ({type(error).__name__})"
     if dropped is not None or (expected is not None and received != int(expected)):
-        cause = f"the connection dropped ({type(dropped).__name__})" if dropped is not None else "the body ended early"
+        cause = dropped or "the body ended early"
         raise DatasetError(f"partial download of {name} from {url}: {cause} after {received} of "
                            f"{expected or 'an unknown number of'} bytes; " + _by_hand(url, target, dataset))
 
 
-def fetch_dataset(name: str, dest=None, base_url: str | None = None) -> tuple[Path, bool]:
+class _Progress:
+    """A download's progress on the console, a line every :data:`PROGRESS_SECONDS`."""
+
+    def __init__(self, name: str, total: int | None, started: float):
+        self.name, self.total, self.started = name, total, started
+        self.next_line = started + PROGRESS_SECONDS
+
+    def rate(self, received: int) -> str:
+        return f"{received / max(time.monotonic() - self.started, 1e-9) / 1e3:.1f} kB/s"
+
+    def update(self, received: int) -> None:
+        now = time.monotonic()
+        if now < self.next_line:
+            return
+        self.next_line = now + PROGRESS_SECONDS
+        share = f" ({received / self.total:.0%})" if self.total else ""
+        of = f" of {_size(self.total)}" if self.total else ""
+        logger.info("%s: %s%s%s, %s, %.0f s", self.name, _size(received), of, share, self.rate(received),
+                    now - self.started, extra=CONSOLE)
+
+
+def _size(count: int) -> str:
+    return f"{count / 1e6:.1f} MB" if count >= 1e6 else f"{count / 1e3:.1f} kB"
+
+
+def fetch_dataset(name: str, dest=None, base_url: str | None = None,
+                  limits: DownloadLimits = DownloadLimits()) -> tuple[Path, bool]:
     """Download dataset ``name`` (checksums verified) and write it as an OCTIS folder
-    ``<dest>/<NAME>`` (``dest`` default: the data cache). ``base_url`` replaces the published one.
+    ``<dest>/<NAME>`` (``dest`` default: the data cache). ``base_url`` replaces the published one;
+    ``limits`` bounds every wait.
 
     Returns
     -------
@@ -120,6 +183,7 @@ def fetch_dataset(name: str, dest=None, base_url: str | None = None) -> tuple[Pa
     if base_url is not None and urllib.parse.urlsplit(base_url).scheme not in ("http", "https"):
         raise DatasetError(f"--url must be an http:// or https:// base URL, got {base_url!r}")
     home = Path(dest).expanduser() if dest is not None else data_home()
+    _check_data_folder(home, "--dest" if dest is not None else f"the data cache (${DATA_HOME_VARIABLE} or its default)")
     folder = home / dataset.name
     if is_cached(dataset.name, home):
         return folder, False
@@ -129,7 +193,8 @@ def fetch_dataset(name: str, dest=None, base_url: str | None = None) -> tuple[Pa
     home.mkdir(parents=True, exist_ok=True)
     downloads = home / DOWNLOADS_FOLDER / dataset.name
     try:
-        local = {file.name: download_file(file_url(dataset, file, base_url), downloads / file.name, file.sha256, dataset)
+        local = {file.name: download_file(file_url(dataset, file, base_url), downloads / file.name, file.sha256, dataset,
+                                          limits)
                  for file in dataset.files}
     finally:
         _remove_empty_folders(downloads, stop=home)
@@ -149,9 +214,27 @@ def fetch_dataset(name: str, dest=None, base_url: str | None = None) -> tuple[Pa
     return folder, True
 
 
+def _check_data_folder(home: Path, what: str) -> None:
+    """The folder datasets are written into is a folder, or can be made in a writable one."""
+    if home.exists() and not home.is_dir():
+        raise DatasetError(f"{what}: {home} is not a folder; datasets are written into a folder")
+    existing = home
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir() or not can_write_in(existing):
+        raise DatasetError(f"{what}: cannot create or write {home} ({existing} is not a writable folder); give another folder")
+
+
 def _write_corpus(dataset: Dataset, local: dict, folder: Path) -> dict:
-    """The downloaded files as ``corpus.tsv`` and ``vocabulary.txt`` in ``folder``; returns the metadata."""
-    if dataset.layout == "octis":
+    """The downloaded files as ``corpus.tsv`` and ``vocabulary.txt`` in ``folder`` (a judgments
+    file as it is); returns the metadata."""
+    if dataset.layout == "human_judgments":
+        shutil.copyfile(local[JUDGMENTS_FILE], folder / JUDGMENTS_FILE)
+        judged = json.loads((folder / JUDGMENTS_FILE).read_text(encoding="utf-8"))
+        documents = sum(len(by_model["topics"]) for by_dataset in judged.values() for by_model in by_dataset.values())
+        metadata = {"name": dataset.description, "topics": documents, "source": dataset.source,
+                    "citation": dataset.citation}
+    elif dataset.layout == "octis":
         for name in ("corpus.tsv", "vocabulary.txt"):
             shutil.copyfile(local[name], folder / name)
         metadata = json.loads(Path(local["metadata.json"]).read_text(encoding="utf-8"))
@@ -191,7 +274,8 @@ def dataset_table(home=None) -> str:
     rows = [("name", "what it is", "size", "documents", "cached")]
     for dataset in DATASETS.values():
         cached = f"yes ({home / dataset.name})" if is_cached(dataset.name, home) else "no"
-        rows.append((dataset.name, dataset.description, f"{dataset.size / 1e6:.1f} MB", f"{dataset.documents:,}", cached))
+        count = f"{dataset.documents:,}" + ("" if dataset.is_corpus else " topics")
+        rows.append((dataset.name, dataset.description, f"{dataset.size / 1e6:.1f} MB", count, cached))
     widths = [max(len(row[column]) for row in rows) for column in range(4)]
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(row[:4], widths)) + "  " + row[4] for row in rows]
     return "\n".join([f"data cache: {home} (set ${DATA_HOME_VARIABLE} to change it)", *lines])

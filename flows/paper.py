@@ -106,21 +106,27 @@ def set2_config(data=SHARED_DATA, *, seeds=(0, 1, 2), iterations: int = 1000, co
 
 def paper_config(data=SHARED_DATA, *, seeds=(0, 1, 2), iterations: int = 1000, corpora=PAPER_CORPORA,
                  baselines=tuple(SET2_BASELINES), baseline_settings: dict | None = None,
-                 tracking_uri: str, workers: int = 2, experiment: str = "paper") -> BenchmarkConfig:
-    """Sets 1 and 2 as one benchmark, so each Gibbs run is fitted once and serves both."""
+                 tracking_uri: str, workers: int = 2, experiment: str = "paper", llm: dict | None = None) -> BenchmarkConfig:
+    """Sets 1 and 2 as one benchmark, so each Gibbs run is fitted once and serves both; with
+    ``llm`` (a config's ``llm:`` block) every model's topics are also judged by that LLM, and the
+    report gains its "Judged by an LLM" section."""
     one = set1_config(data, seeds=seeds, iterations=iterations, corpora=corpora, tracking_uri=tracking_uri, workers=workers)
     two = set2_config(data, seeds=seeds, iterations=iterations, corpora=corpora, baselines=baselines,
                       baseline_settings=baseline_settings, tracking_uri=tracking_uri, workers=workers)
     models = [m for m in one.to_dict()["models"]] + [m for m in two.to_dict()["models"] if m["label"] != "gibbs"]
     metrics = list(dict.fromkeys(list(SET1_METRICS) + list(SET2_METRICS)))
+    extra = {}
+    if llm is not None:
+        metrics += ["llm_rating", "llm_intrusion"]
+        extra = {"llm": llm, "report_sections": [*one.report_sections, "llm_judged"]}
     return BenchmarkConfig.from_dict({
-        **one.to_dict(), "experiment": experiment, "models": models, "metrics": metrics,
+        **one.to_dict(), "experiment": experiment, "models": models, "metrics": metrics, **extra,
     }, where="paper")
 
 
 def run_paper(*, data=SHARED_DATA, seeds=(0, 1, 2), iterations: int = 1000, workers: int = 2, tracking_uri: str,
               out="results/paper", baselines=tuple(SET2_BASELINES), baseline_settings: dict | None = None,
-              corpora=PAPER_CORPORA, notes: str = "", scheduler: str | None = None):
+              corpora=PAPER_CORPORA, notes: str = "", scheduler: str | None = None, llm: dict | None = None):
     """Run the paper's experiments as one benchmark and write its report to ``out`` through the
     report flow (the paper's sections come from its config); the fits run on ``workers`` local
     Dask worker processes, or on the Dask cluster at ``scheduler``. Returns the benchmark flow's
@@ -128,7 +134,7 @@ def run_paper(*, data=SHARED_DATA, seeds=(0, 1, 2), iterations: int = 1000, work
     from .report import report
 
     config = paper_config(data, seeds=seeds, iterations=iterations, corpora=corpora, baselines=baselines,
-                          baseline_settings=baseline_settings, tracking_uri=tracking_uri, workers=workers)
+                          baseline_settings=baseline_settings, tracking_uri=tracking_uri, workers=workers, llm=llm)
     if scheduler:
         config = config.replace(scheduler=scheduler)
     state = run_benchmark(config)

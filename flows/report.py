@@ -11,6 +11,7 @@ from pathlib import Path
 
 from prefect import flow
 
+from topicbench.core.io import file_name_for
 from topicbench.tasks.report import collect_config_task, collect_runs, write_report_task
 from topicbench.tasks.report_sections import DEFAULT_REPORT_SECTIONS, REPORT_SECTIONS, ReportData, build_report
 
@@ -18,6 +19,23 @@ from topicbench.tasks.report_sections import DEFAULT_REPORT_SECTIONS, REPORT_SEC
 # flows/paper_report.py; registered lazily, so an ordinary report imports none of them.
 for _name, _builder in (("paper_notes", "notes_section"), ("paper_set1", "set1_section"), ("paper_set2", "set2_section")):
     REPORT_SECTIONS.register(_name, lazy=f"topicbench.flows.paper_report:{_builder}")
+
+
+def default_report_folder(experiment: str) -> Path:
+    """``results/<experiment>`` under the working folder, the experiment's name made a file name
+    by the one rule for user text (:func:`~topicbench.core.io.file_name_for`): no name, not even
+    ``../..`` or an absolute path, places the report outside ``results/``."""
+    return Path.cwd() / "results" / file_name_for(experiment)
+
+
+def _judge_calibration(tracking_uri: str, config: dict | None, runs) -> dict | None:
+    """The latest calibration of the LLM that judged these runs (when any run has LLM scores)."""
+    model = ((config or {}).get("llm") or {}).get("model")
+    if model is None or not any(column in runs for column in ("llm_rating", "llm_intrusion")):
+        return None
+    from .judge import latest_calibration
+
+    return latest_calibration(tracking_uri, model)
 
 
 def report_sections(config: dict | None, sections=None) -> tuple:
@@ -50,7 +68,8 @@ def report(experiment: str, tracking_uri: str, folder: str | None = None, comman
     """
     runs = collect_runs(tracking_uri, experiment)
     config = collect_config_task(tracking_uri, experiment)
-    folder = folder or str(Path.cwd() / "results" / experiment)
+    folder = folder or str(default_report_folder(experiment))
     command = command or f"topicbench report --experiment {experiment} --tracking-uri {tracking_uri}"
-    data = ReportData(runs=runs, experiment=experiment, command=command, config=config, notes=notes)
+    data = ReportData(runs=runs, experiment=experiment, command=command, config=config, notes=notes,
+                      calibration=_judge_calibration(tracking_uri, config, runs))
     return write_report_task(build_report(data, report_sections(config, sections)), data, folder)

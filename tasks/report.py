@@ -14,6 +14,9 @@ import pandas as pd
 from prefect import task
 from prefect.cache_policies import NONE
 
+from topicbench.core.io import write_text_atomically
+from topicbench.core.validation import InputError
+
 from .report_plots import write_plots
 from .report_render import render_html, render_markdown
 from .report_sections import Report, ReportData
@@ -98,14 +101,29 @@ def collect_config(tracking_uri: str, experiment: str) -> dict | None:
     return None
 
 
+class ReportWriteError(InputError):
+    """The report's folder took no files (a full disk, a read-only mount): the runs are safe in
+    the tracking store, and the message says how to write the report elsewhere."""
+
+
 def write_report(report: Report, data: ReportData, folder) -> dict:
     """Write the report's plots (PNG), ``report.md`` and the self-contained ``report.html`` into
-    ``folder``; returns their paths and the number of finished and failed runs."""
+    ``folder``; returns their paths and the number of finished and failed runs.
+
+    Every file is written whole or not at all (a full disk leaves no empty ``report.md``); a
+    failed write raises :class:`ReportWriteError`."""
     folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    images = write_plots(report.plots(), data.runs, folder, data.models)
-    (folder / "report.md").write_text(render_markdown(report, images), encoding="utf-8")
-    (folder / "report.html").write_text(render_html(report, images), encoding="utf-8")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        images = write_plots(report.plots(), data.runs, folder, data.models)
+        write_text_atomically(folder / "report.md", render_markdown(report, images))
+        write_text_atomically(folder / "report.html", render_html(report, images))
+    except OSError as error:
+        raise ReportWriteError(
+            f"cannot write the report into {folder}: {error.strerror or error}; the runs are kept in the "
+            f"tracking store: write the report elsewhere with `topicbench report --experiment {data.experiment} "
+            f"--out OTHER_FOLDER`"
+        ) from None
     failed = ~data.runs.status.isin(["FINISHED", "RUNNING"])
     return {"markdown": str(folder / "report.md"), "html": str(folder / "report.html"),
             "finished": int(len(data.finished)), "failed": int(failed.sum())}

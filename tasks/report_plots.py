@@ -14,6 +14,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from topicbench.core.io import replaced_atomically
+
 logger = logging.getLogger(__name__)
 
 #: Twelve well-separated colours (matplotlib's tab10, black, ochre) and eleven markers: model i
@@ -174,8 +176,11 @@ def write_plots(plots, runs: pd.DataFrame, folder, models) -> dict:
         if figure is None:
             continue
         path = folder / plot.file_name
-        # "tight" keeps the legends outside the axes inside the image
-        figure.savefig(path, format="png", dpi=DPI, bbox_inches="tight")
-        plt.close(figure)
+        try:
+            with replaced_atomically(path) as temporary:
+                # "tight" keeps the legends outside the axes inside the image
+                figure.savefig(temporary, format="png", dpi=DPI, bbox_inches="tight")
+        finally:
+            plt.close(figure)
         written[plot.file_name] = path
     return written

@@ -16,6 +16,7 @@ from typing import Callable
 
 import pandas as pd
 
+from topicbench.core.io import file_name_for
 from topicbench.core.registry import Registry
 
 from . import report_plots as plots
@@ -29,7 +30,7 @@ REPORT_SECTIONS = Registry("report section")
 
 #: The sections of an ordinary benchmark's report, in order.
 DEFAULT_REPORT_SECTIONS = (
-    "changed_settings", "notes", "set1", "coherence", "diversity", "training", "fit_time", "robustness",
+    "changed_settings", "notes", "set1", "coherence", "llm_judged", "diversity", "training", "fit_time", "robustness",
     "elda_topics", "failed_runs",
 )
 
@@ -83,6 +84,9 @@ class ReportData:
         models, its seeds), None where the store holds none.
     notes : str
         Free text shown under "Notes" (paragraphs separated by blank lines).
+    calibration : dict or None
+        The latest calibration against people of the LLM that judged the runs
+        (:func:`topicbench.flows.judge.latest_calibration`), None when there is none.
     """
 
     runs: pd.DataFrame
@@ -90,6 +94,7 @@ class ReportData:
     command: str
     config: dict | None = None
     notes: str = ""
+    calibration: dict | None = None
     generated: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.timezone.utc))
 
     @property
@@ -193,7 +198,7 @@ def pivots(data: ReportData, columns) -> list:
 
 @register_section("coherence")
 def coherence_section(data: ReportData) -> Section:
-    figures = tuple(Plot(f"coherence_{corpus}.png", f"coherence against N on {corpus}",
+    figures = tuple(Plot(f"coherence_{file_name_for(corpus)}.png", f"coherence against N on {corpus}",
                          partial(plots.coherence_figure, corpus=corpus, measures=COHERENCE_MEASURES))
                     for corpus in data.corpora)
     return Section("Coherence against N", (
@@ -205,6 +210,44 @@ def coherence_section(data: ReportData) -> Section:
     ))
 
 
+LLM_MEASURES = (("llm_rating", "LLM rating (1-3)"), ("llm_intrusion", "LLM intrusion accuracy"),
+                ("llm_rating_answered", "share of topics rated"), ("llm_intrusion_answered", "share of topics with an answered intrusion draw"))
+
+
+@register_section("llm_judged")
+def llm_judged_section(data: ReportData) -> Section | None:
+    """The LLM's judgments of every model's topics per corpus, headed by how far that LLM agrees
+    with people (its latest calibration), said plainly when it is weak."""
+    tables = pivots(data, LLM_MEASURES)
+    if not tables:
+        return None
+    llm = (data.config or {}).get("llm") or {}
+    model = llm.get("model", "the LLM")
+    return Section("Judged by an LLM", (
+        calibration_summary(model, llm.get("base_url", ""), data.calibration),
+        f"{model} rated each model's most prevalent topics (at most {llm.get('max_topics', 50)}) from their top 10 words, "
+        "1 (not very related) to 3 (very related), and picked the odd word out of five top words and an intruder "
+        "(Stammbach et al. 2023; Chang et al. 2009). Mean ± sd over seeds; every question and reply is a trace of its run.",
+        *tables,
+    ))
+
+
+def calibration_summary(model: str, base_url: str, calibration: dict | None) -> str:
+    """The paragraph heading the LLM section: the judge's agreement with people, or that it has none."""
+    if calibration is None:
+        return (f"**{model} has not been calibrated against people.** Run `topicbench judge calibrate --llm-base-url "
+                f"{base_url or 'URL'} --llm-model {model}`; until then read these scores as one model's opinion, not people's.")
+    rows = {row["measure"]: row for row in calibration.get("rows", [])}
+    parts = []
+    for measure, against in (("llm_rating", "rating"), ("llm_intrusion", "intrusion")):
+        if measure in rows:
+            fit = rows[measure][against]
+            parts.append(f"{measure}: ρ = {fit['rho']:.2f} [{fit['low']:.2f}, {fit['high']:.2f}] against people's {against}s")
+    when = dt.datetime.fromtimestamp(calibration.get("when", 0) / 1000, dt.timezone.utc)
+    return (f"**Calibration of {model} against people** (Hoyle et al. 2021, {calibration.get('topics')} topics; "
+            f"run {calibration.get('run_id')}, {when:%Y-%m-%d}): {'; '.join(parts)}. {calibration.get('verdict', '')}.")
+
+
 @register_section("diversity")
 def diversity_section(data: ReportData) -> Section:
     columns = [(f"topic_diversity@{n}", f"TD@{n}") for n in (10, 25)] + [(f"inverted_rbo@{TABLE_N}", "inverted RBO")]
@@ -213,7 +256,7 @@ def diversity_section(data: ReportData) -> Section:
 
 @register_section("training")
 def training_section(data: ReportData) -> Section | None:
-    figures = (Plot(f"training_{corpus}.png", f"training loss curves on {corpus}",
+    figures = (Plot(f"training_{file_name_for(corpus)}.png", f"training loss curves on {corpus}",
                     partial(plots.training_figure, corpus=corpus)) for corpus in data.corpora)
     return table_section(
         "Training and convergence",

@@ -8,6 +8,13 @@ A nested run is created as a *claim* before its fit is submitted: a RUNNING run 
 run key and its owner (host, pid, process start time), whose heartbeat the flow refreshes.
 Concurrent processes on one store thereby fit each run key once (:meth:`Tracker.claim`), and the
 RUNNING runs of a process that died are recognised as stale, marked KILLED and fitted again.
+
+Every call to a tracking server is bounded: MLflow's client retries a request
+``MLFLOW_HTTP_REQUEST_MAX_RETRIES`` times, backing off from ``MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR``
+seconds (topicbench's defaults, 5 and 1 s: about 30 s for a server that is gone, a restart's
+worth; MLflow's own, 7 and 2 s, spent about 4 minutes a call), each try waiting at most
+``MLFLOW_HTTP_REQUEST_TIMEOUT`` seconds; the environment overrides them. A store found gone
+(:func:`store_unavailable`) is not waited on again: the flow spools what it cannot log.
 """
 
 from __future__ import annotations
@@ -16,39 +23,56 @@ import contextlib
 import json
 import logging
 import os
+import random
 import re
 import socket
-import sqlite3
 import threading
 import time
 import traceback
 from dataclasses import dataclass
-from pathlib import Path
-from urllib.parse import urlparse
 
-import numpy as np
 from prefect import task
 from prefect.cache_policies import NONE
 
-from topicbench.core.io import can_write_in
+from topicbench.core.io import file_name_for
 
+from .fit_record import FitRecord, tracked_name
 from .records import git_commit, package_versions
+from .store_checks import (
+    SERVER_SCHEMES, TRACKING_SETTINGS, TrackingError, check_server, check_tracking_uri, sqlite_path,
+    tracking_setting, tracking_store_exists, uri_scheme,
+)
 
 logger = logging.getLogger(__name__)
+
+__all__ = [  # the store's checks are re-exported: commands and tests import them from here
+    "TrackingError", "check_tracking_uri", "sqlite_path", "tracking_store_exists", "tracked_name", "Tracker",
+]
 
 PARENT_ROLE, FIT_ROLE = "benchmark", "fit"
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 # on a tracking server MLflow's client prints a "View run ... at: URL" line per ended run (two
 # lines a run on the console); the report and the summary line already say where the runs are
 os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
+for _name in ("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "MLFLOW_HTTP_REQUEST_TIMEOUT"):
+    os.environ.setdefault(_name, str(TRACKING_SETTINGS[_name][0]))
 _TOP = re.compile(r"^(.*)_top(\d+)$")
+
+
+def _with_verbose_logging(record: logging.LogRecord) -> bool:
+    return logging.getLogger().isEnabledFor(logging.DEBUG)
+
+
+# MLflow's sqlalchemy store logs every database error it raises again with its traceback (60 lines
+# for a full disk) before the flow handles the error and says what happened: shown with -v only
+logging.getLogger("mlflow.store.db.utils").addFilter(_with_verbose_logging)
 
 #: Seconds between two heartbeats of a process's RUNNING runs.
 HEARTBEAT_SECONDS = 30.0
 #: A RUNNING run of another host whose heartbeat is older than this is stale (its owner is
 #: presumed dead; on this host the owner's pid is checked instead). Override with the
-#: environment variable TOPICBENCH_STALE_RUN_SECONDS.
-STALE_RUN_SECONDS = 600.0
+#: environment variable TOPICBENCH_STALE_RUN_SECONDS (checked before any work).
+STALE_RUN_SECONDS = TRACKING_SETTINGS["TOPICBENCH_STALE_RUN_SECONDS"][0]
 #: How long a process waits for the lock of a sqlite store held by another.
 STORE_LOCK_SECONDS = 300.0
 #: How long an interrupted benchmark keeps trying to mark its open runs while the store is busy
@@ -56,17 +80,23 @@ STORE_LOCK_SECONDS = 300.0
 #: pause between tries. Any other failure (a server gone) is not retried: the command exits.
 ABANDON_RETRY_SECONDS = 20.0
 ABANDON_RETRY_PAUSE = 0.5
-#: Schemes MLflow 3 stores runs in without an opt-in (SQLAlchemy databases and servers).
-DATABASE_SCHEMES = ("sqlite", "postgresql", "mysql", "mssql")
-SERVER_SCHEMES = ("http", "https")
+#: Seconds an interrupted benchmark gives a tracking server to answer ``/health`` before it
+#: leaves its runs to the next run's stale sweep rather than wait on a server that is gone.
+ABANDON_PROBE_SECONDS = 2.0
+#: Tries of logging a corpus as a run's input: two processes logging one new dataset at once race
+#: on the store's table of datasets, and the loser's insert fails; its next try finds the row.
+INPUT_TRIES = 5
+#: What a store that is gone or full answers (messages of MLflow, requests, sqlite, psycopg, the OS).
+UNAVAILABLE = (
+    "Max retries exceeded", "Connection refused", "Failed to establish a new connection", "Connection reset",
+    "Connection aborted", "RemoteDisconnected", "timed out", "database or disk is full", "No space left on device",
+    "disk I/O error", "unable to open database file", "database disk image is malformed",
+    "server closed the connection", "connection is bad", "could not connect to server", "Disk quota exceeded",
+)
 
 OWNER_HOST, OWNER_PID, OWNER_STARTED = "topicbench.owner_host", "topicbench.owner_pid", "topicbench.owner_started"
 HEARTBEAT, RUN_KEY, ERROR_TAG = "topicbench.heartbeat", "topicbench.run_key", "topicbench.error"
 END_REASON = "topicbench.end_reason"
-
-
-def tracked_name(key: str) -> str:
-    return key.replace("@", "_top")
 
 
 def score_key(name: str) -> str:
@@ -74,19 +104,20 @@ def score_key(name: str) -> str:
     return f"{match.group(1)}@{match.group(2)}" if match else name
 
 
-class TrackingError(RuntimeError):
-    """The tracking store cannot be used (unsupported URI, unreachable server, unwritable database)."""
+def store_unavailable(error: BaseException) -> bool:
+    """Whether ``error`` (or an error it was raised from) says the store is gone or full, rather
+    than that one call was wrong: a server that does not answer, a disk that is full."""
+    import errno
+
+    for cause in exception_chain(error):
+        if isinstance(cause, OSError) and cause.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        if any(text in str(cause) for text in UNAVAILABLE):
+            return True
+    return False
 
 
-# -- the store: validation, existence, lock ---------------------------------------------------
-
-
-def sqlite_path(uri: str) -> Path | None:
-    """The database file of a ``sqlite:///`` URI, or None (another scheme, or in memory)."""
-    if not uri.startswith("sqlite:///") or ":memory:" in uri:
-        return None
-    path = uri[len("sqlite:///"):].split("?", 1)[0]
-    return Path(path) if path else None
+# -- the store: its artifacts and its lock ---------------------------------------------------
 
 
 def local_artifact_location(tracking_uri: str, experiment: str) -> str | None:
@@ -96,129 +127,8 @@ def local_artifact_location(tracking_uri: str, experiment: str) -> str | None:
     database = sqlite_path(tracking_uri)
     if database is None:
         return None
-    folder = database.resolve().parent / "mlartifacts" / re.sub(r"[^A-Za-z0-9._-]+", "_", experiment)
+    folder = database.resolve().parent / "mlartifacts" / file_name_for(experiment)
     return folder.as_uri()
-
-
-def check_tracking_uri(uri: str, timeout: float = 5.0) -> None:
-    """Fail fast, before any work and without creating anything, if runs cannot be tracked at ``uri``.
-
-    Parameters
-    ----------
-    uri : str
-        An MLflow tracking URI: ``sqlite:///PATH``, ``http(s)://HOST:PORT``, or another database
-        MLflow supports (``postgresql://``, ``mysql://``, ``mssql://``; not checked further).
-    timeout : float, default 5.0
-        Seconds to wait for a tracking server's ``/health`` or a locked sqlite database.
-
-    Raises
-    ------
-    TrackingError
-        The scheme is unsupported (a plain path or ``file:`` store, which MLflow 3 refuses unless
-        ``MLFLOW_ALLOW_FILE_STORE=true``), the server does not answer, or the sqlite database
-        or its folder is not writable or the file is not a database. The message names the URI
-        or path and the fix.
-    """
-    if not isinstance(uri, str) or not uri.strip():
-        raise TrackingError(f"the tracking URI must be a non-empty string, got {uri!r}")
-    scheme = urlparse(uri).scheme.split("+", 1)[0].lower()
-    if scheme in SERVER_SCHEMES:
-        _check_server(uri, timeout)
-    elif scheme == "sqlite":
-        _check_sqlite(uri, timeout)
-    elif scheme in ("", "file") or (len(scheme) == 1 and os.name == "nt"):
-        _check_file_store(uri)
-    elif scheme not in DATABASE_SCHEMES:
-        raise TrackingError(
-            f"unsupported tracking URI {uri!r}: give sqlite:///PATH/mlflow.db, http(s)://HOST:PORT of an "
-            f"MLflow server, or a {'/'.join(DATABASE_SCHEMES[1:])} database URI"
-        )
-
-
-def _check_server(uri: str, timeout: float) -> None:
-    import requests
-
-    try:
-        response = requests.get(uri.rstrip("/") + "/health", timeout=timeout)
-        response.raise_for_status()
-    except requests.RequestException as error:
-        raise TrackingError(
-            f"the MLflow tracking server at {uri} is unreachable: {error} "
-            f"(start it with `mlflow server`, or give another --tracking-uri)"
-        ) from None
-
-
-def _check_sqlite(uri: str, timeout: float) -> None:
-    """The database (when it exists) opens and is writable; otherwise its folder can be made and
-    written. Opens the file read-write without creating it (``mode=rw``)."""
-    path = sqlite_path(uri)
-    if path is None:
-        if ":memory:" in uri:
-            return
-        raise TrackingError(f"the tracking URI {uri!r} names no database file: give sqlite:///PATH/mlflow.db")
-    if path.is_dir():
-        raise TrackingError(f"the tracking database {path} is a folder: give a file, e.g. sqlite:///{path / 'mlflow.db'}")
-    if path.exists():
-        if not os.access(path, os.R_OK | os.W_OK):
-            raise TrackingError(f"the tracking database {path} is not writable: fix its permissions or give another --tracking-uri")
-        if not can_write_in(path.parent):
-            raise TrackingError(
-                f"the folder {path.parent} of the tracking database is not writable (sqlite writes its journal "
-                f"there): fix its permissions or give another --tracking-uri"
-            )
-        _open_sqlite(path, timeout)
-        return
-    existing = next(folder for folder in [path.parent, *path.parent.parents] if folder.exists())
-    if not existing.is_dir() or not can_write_in(existing):
-        raise TrackingError(
-            f"cannot create the tracking database {path}: {existing} is not a writable folder "
-            f"(give a --tracking-uri sqlite:///PATH in a writable folder)"
-        )
-
-
-def _open_sqlite(path: Path, timeout: float) -> None:
-    try:
-        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=rw", uri=True, timeout=timeout)
-        try:
-            connection.execute("PRAGMA schema_version").fetchone()
-        finally:
-            connection.close()
-    except sqlite3.Error as error:
-        raise TrackingError(
-            f"the tracking database {path} cannot be opened: {error} (is it an MLflow sqlite database? "
-            f"give another --tracking-uri)"
-        ) from None
-
-
-def _check_file_store(uri: str) -> None:
-    from mlflow.environment_variables import MLFLOW_ALLOW_FILE_STORE
-
-    if not MLFLOW_ALLOW_FILE_STORE.get():
-        raise TrackingError(
-            f"the tracking URI {uri!r} is a file store, which MLflow 3 refuses unless MLFLOW_ALLOW_FILE_STORE=true: "
-            f"give sqlite:///PATH/mlflow.db instead"
-        )
-
-
-def tracking_store_exists(uri: str, timeout: float = 5.0) -> bool:
-    """Whether ``uri`` names a store that already exists, without creating one.
-
-    sqlite: the database file exists; http(s): the server answers ``/health``; a file store: its
-    folder exists; any other database URI: assumed to exist (checking it would need a connection).
-    """
-    scheme = urlparse(uri).scheme.split("+", 1)[0].lower()
-    if scheme == "sqlite":
-        path = sqlite_path(uri)
-        return path is not None and path.is_file()
-    if scheme in SERVER_SCHEMES:
-        try:
-            _check_server(uri, timeout)
-        except TrackingError:
-            return False
-        return True
-    if scheme in ("", "file"):
-        return Path(urlparse(uri).path if scheme == "file" else uri).is_dir()
-    return True
 
 
 @contextlib.contextmanager
@@ -246,6 +156,36 @@ def store_lock(uri: str, timeout: float = STORE_LOCK_SECONDS):
         yield
     finally:
         lock.release()
+
+
+#: The key of the PostgreSQL advisory lock that :func:`creation_lock` takes.
+CREATION_LOCK_KEY = 7_242_019_511
+
+
+@contextlib.contextmanager
+def creation_lock(uri: str):
+    """Serialise what MLflow does unguarded when a process opens a store: creating a new
+    database's tables and migrating them (two processes doing it at once fail), and creating the
+    experiment. sqlite: :func:`store_lock`; PostgreSQL: an advisory lock, held by one connection
+    for the block (the database drops it if the process dies); a server: none (it creates its
+    database itself)."""
+    if uri_scheme(uri) != "postgresql":
+        with store_lock(uri):
+            yield
+        return
+    import sqlalchemy
+    from sqlalchemy.pool import NullPool
+
+    engine = sqlalchemy.create_engine(uri, poolclass=NullPool)
+    try:
+        with engine.connect() as connection:
+            connection.exec_driver_sql(f"SELECT pg_advisory_lock({CREATION_LOCK_KEY})")
+            try:
+                yield
+            finally:
+                connection.exec_driver_sql(f"SELECT pg_advisory_unlock({CREATION_LOCK_KEY})")
+    finally:
+        engine.dispose()
 
 
 # -- owners and stale runs ---------------------------------------------------------------------
@@ -303,7 +243,7 @@ def stale_reason(run, now: float | None = None) -> str | None:
     owner = Owner.from_tags(tags)
     if owner is not None and owner.host == socket.gethostname():
         return None if owner.is_alive() else f"its owner, {owner}, is gone"
-    limit = float(os.environ.get("TOPICBENCH_STALE_RUN_SECONDS", STALE_RUN_SECONDS))
+    limit = tracking_setting("TOPICBENCH_STALE_RUN_SECONDS")
     last_seen = float(tags.get(HEARTBEAT, (run.info.start_time or 0) / 1000))
     silent = (now or time.time()) - last_seen
     if silent <= limit:
@@ -348,12 +288,25 @@ class Tracker:
         self.experiment = experiment
         self.owner = Owner.current()
         self.open_runs: set = set()
-        with store_lock(tracking_uri):  # a fresh database's migration, the experiment's creation
+        self.parent_id: str | None = None
+        with creation_lock(tracking_uri):  # a fresh database's migration, the experiment's creation
             self.client = MlflowClient(tracking_uri)
-            found = self.client.get_experiment_by_name(experiment)
-            self.experiment_id = found.experiment_id if found else self.client.create_experiment(
-                experiment, artifact_location=local_artifact_location(tracking_uri, experiment)
-            )
+            self.experiment_id = self._experiment_id(experiment)
+
+    def _experiment_id(self, name: str) -> str:
+        """The experiment's id, created when missing. On a server (no lock) another process may
+        create it between our look-up and our creation: ours then fails, and its is read."""
+        found = self.client.get_experiment_by_name(name)
+        if found is not None:
+            return found.experiment_id
+        try:
+            return self.client.create_experiment(name, artifact_location=local_artifact_location(self.tracking_uri, name))
+        except Exception as error:
+            found = self.client.get_experiment_by_name(name)
+            if found is None:
+                raise
+            logger.debug("experiment %r was created by another process meanwhile (%s)", name, error)
+            return found.experiment_id
 
     # -- parent -------------------------------------------------------------------------------
 
@@ -365,6 +318,7 @@ class Tracker:
                   "topicbench.config_fingerprint": config.fingerprint(), **self._liveness_tags()},
         )
         run_id = run.info.run_id
+        self.parent_id = run_id  # what an LLM token budget is counted against
         self.open_runs.add(run_id)
         self.client.log_batch(run_id, params=_params({
             "config_fingerprint": config.fingerprint(), "git_commit": git_commit(),
@@ -384,29 +338,52 @@ class Tracker:
     def abandon(self, error: BaseException) -> None:
         """End every run this process left open after ``error`` stopped the benchmark: KILLED when
         it was interrupted (KeyboardInterrupt, SIGTERM, SystemExit), FAILED otherwise, each tagged
-        with the cause. Never raises: the caller re-raises ``error``."""
+        with the cause. Never raises: the caller re-raises ``error``.
+
+        A tracking server that does not answer ``/health`` within :data:`ABANDON_PROBE_SECONDS` is
+        not waited on, nor is a store after its first failure that is not "database is locked":
+        the runs left RUNNING are the next run's stale claims (its sweep marks them KILLED)."""
         status = "FAILED" if isinstance(error, Exception) else "KILLED"
-        reason = f"the benchmark stopped: {describe_stop(error)}"
+        reason = f"the benchmark stopped: {describe_stop(error)}"[:4900]
         if status == "KILLED":
             release_interrupted_calls(error)
+        if self.open_runs and not self.answers(ABANDON_PROBE_SECONDS):
+            logger.warning("the tracking store at %s does not answer: %d open runs stay RUNNING until the next run "
+                           "on it marks them stale", self.tracking_uri, len(self.open_runs))
+            return
         deadline = time.monotonic() + ABANDON_RETRY_SECONDS
         while True:
-            failures = {}
-            for run_id in list(self.open_runs):
-                try:
-                    if self.client.get_run(run_id).info.status == "RUNNING":
-                        self._set_tags(run_id, {ERROR_TAG: reason[:4900], END_REASON: reason[:4900]})
-                        self.client.set_terminated(run_id, status)
-                    self.open_runs.discard(run_id)
-                except Exception as failure:  # a store busy or gone: tried again until the deadline
-                    failures[run_id] = failure
-            busy = all(_store_busy(failure) for failure in failures.values())
-            if not failures or not busy or time.monotonic() >= deadline:
+            failure = self._end_open_runs(status, reason)
+            if failure is None or not _store_busy(failure) or time.monotonic() >= deadline:
                 break
             time.sleep(ABANDON_RETRY_PAUSE)
-        for run_id, failure in failures.items():  # the next run on this store sweeps them (stale claims)
-            logger.warning("could not mark run %s %s: %s", run_id, status, failure)
+        if failure is not None:  # the next run on this store sweeps them (stale claims)
+            logger.warning("could not mark %d open runs %s: %s", len(self.open_runs), status, failure)
         logger.info("open runs marked %s: %s", status, reason)
+
+    def _end_open_runs(self, status: str, reason: str) -> Exception | None:
+        """End each open run still RUNNING with ``status``; the first failure (the store answers
+        every run alike, so the others are not tried), or None."""
+        for run_id in list(self.open_runs):
+            try:
+                if self.client.get_run(run_id).info.status == "RUNNING":
+                    self._set_tags(run_id, {ERROR_TAG: reason, END_REASON: reason})
+                    self.client.set_terminated(run_id, status)
+                self.open_runs.discard(run_id)
+            except Exception as failure:
+                return failure
+        return None
+
+    def answers(self, timeout: float) -> bool:
+        """Whether the store answers now: a server's ``/health`` within ``timeout`` seconds; a
+        database is taken to answer (its calls fail fast when it does not)."""
+        if uri_scheme(self.tracking_uri) not in SERVER_SCHEMES:
+            return True
+        try:
+            check_server(self.tracking_uri, timeout)
+        except TrackingError:
+            return False
+        return True
 
     # -- claims -------------------------------------------------------------------------------
 
@@ -462,6 +439,30 @@ class Tracker:
                 killed.append(run.info.run_id)
         return killed
 
+    def claim_states(self, jobs) -> dict:
+        """{job: state} of claims other processes hold: "finished" (a FINISHED run of the job's key
+        exists), "held" (a live claim of another process), or None (free again: that claim ended
+        KILLED or FAILED, or its owner is gone). One search of the experiment's fit runs."""
+        runs = self.client.search_runs(
+            [self.experiment_id], f"tags.`topicbench.role` = '{FIT_ROLE}' and attributes.status != 'KILLED'",
+            max_results=50_000,
+        )
+        by_key = {}
+        for run in runs:
+            by_key.setdefault(run.data.tags.get(RUN_KEY), []).append(run)
+        states = {}
+        for job in jobs:
+            decisive = [r for r in by_key.get(job.key, []) if self._decides(r)]
+            finished = any(r.info.status == "FINISHED" for r in decisive)
+            states[job] = "finished" if finished else "held" if decisive else None
+        return states
+
+    def _decides(self, run) -> bool:
+        """A run that keeps its key from being claimed: FINISHED, or a live claim of another process."""
+        if run.info.status == "FINISHED":
+            return True
+        return run.info.status == "RUNNING" and Owner.from_tags(run.data.tags) != self.owner and stale_reason(run) is None
+
     def _decisive_runs(self, run_key: str) -> list:
         """The runs of ``run_key`` that keep it from being claimed: FINISHED ones, and live RUNNING
         ones of other processes (two jobs of one config may share a key, e.g. two labels with the
@@ -470,11 +471,7 @@ class Tracker:
             [self.experiment_id], f"tags.`{RUN_KEY}` = '{run_key}' and tags.`topicbench.role` = '{FIT_ROLE}'",
             max_results=50_000,
         )
-        return [
-            r for r in runs
-            if r.info.status == "FINISHED"
-            or (r.info.status == "RUNNING" and Owner.from_tags(r.data.tags) != self.owner and stale_reason(r) is None)
-        ]
+        return [r for r in runs if self._decides(r)]
 
     def _lost(self, own_run_id: str | None, rivals: list) -> Claim:
         """Withdraw our claim (if made) in favour of ``rivals``: it ends KILLED and deleted, so a
@@ -505,10 +502,13 @@ class Tracker:
             while not stop.wait(seconds):
                 stamp = f"{time.time():.3f}"
                 for run_id in list(self.open_runs):
+                    if stop.is_set():
+                        return
                     try:
                         self.client.set_tag(run_id, HEARTBEAT, stamp)
                     except Exception as error:  # a missed beat is harmless; the next one retries
                         logger.debug("heartbeat of run %s failed: %s", run_id, error)
+                        break  # the store answers the other runs alike
 
         thread = threading.Thread(target=beat, name="topicbench-heartbeat", daemon=True)
         thread.start()
@@ -516,7 +516,8 @@ class Tracker:
             yield
         finally:
             stop.set()
-            thread.join(timeout=seconds)
+            # a beat waiting on a server that is gone must not hold up the exit (the thread is a daemon)
+            thread.join(timeout=1.0)
 
     # -- resume -------------------------------------------------------------------------------
 
@@ -539,32 +540,35 @@ class Tracker:
             self.client.set_tag(run_id, "topicbench.changed_settings", json.dumps(changed, default=str)[:4900])
         self._log_corpus_input(run_id, job)
 
-    def log_model_run(self, run_id: str, job, fit) -> str:
-        """Fill the claimed run ``run_id`` with ``job``'s fit, scored where it ran (a
-        :class:`~topicbench.tasks.fit.ScoredFit`: its resolved values as ``resolved.<name>``
-        params, its output's metrics, its scores and its artifacts, logged from the folder they
-        were written to) and end it FINISHED."""
-        output = fit.output
-        if fit.resolved:
-            self.client.log_batch(run_id, params=_params({f"resolved.{k}": v for k, v in fit.resolved.items()}))
-        tags = {f"topicbench.fitted_on.{k}": v for k, v in fit.fitted_on.items()}
-        self._set_tags(run_id, {**tags, "topicbench.scoring_seconds": f"{fit.scoring_seconds:.3f}"})
-        metrics = {"fit_seconds": output.fit_seconds, "num_topics_used": output.n_topics}
-        if output.peak_memory_mb is not None:
-            metrics["peak_memory_mb"] = output.peak_memory_mb
-        metrics.update({k: v for k, v in output.extra.items() if isinstance(v, (int, float)) and not isinstance(v, bool)})
-        if "converged" in output.extra:
-            metrics["converged"] = float(output.extra["converged"])
-            self.client.set_tag(run_id, "topicbench.training_loss_kind", output.extra.get("training_loss_kind", ""))
-        metrics.update(fit.scores)
-        self._log_metrics(run_id, metrics)
-        self._log_training_curve(run_id, output.extra)
-        if fit.skipped:
-            self.client.set_tag(run_id, "topicbench.skipped_metrics", json.dumps(fit.skipped)[:4900])
-        with fit.artifacts.local_folder() as folder:
-            self.client.log_artifacts(run_id, str(folder))
+    def log_fit(self, run_id: str, record: FitRecord, artifacts) -> str:
+        """Fill the claimed run ``run_id`` with a finished fit's ``record`` (its resolved values as
+        ``resolved.<name>`` params, tags, metrics and training curve) and the files of the folder
+        ``artifacts``, and end it FINISHED."""
+        from mlflow.entities import Metric
+
+        if record.params:
+            self.client.log_batch(run_id, params=_params(record.params))
+        self._set_tags(run_id, record.tags)
+        stamp = int(time.time() * 1000)
+        entries = [Metric(name, value, stamp, 0) for name, value in record.metrics.items()]
+        # an iterative fit's loss per epoch as the history of ``training_loss``, which MLflow's
+        # UI and the report plot
+        entries += [Metric("training_loss", value, stamp, step) for step, value in record.curve]
+        for start in range(0, len(entries), 900):
+            self.client.log_batch(run_id, metrics=entries[start : start + 900])
+        self.client.log_artifacts(run_id, str(artifacts))
+        self._log_llm_traces(run_id, artifacts)
         self._terminate(run_id, "FINISHED")
         return run_id
+
+    def _log_llm_traces(self, run_id: str, artifacts) -> None:
+        """The LLM metrics' requests of the run as traces (:mod:`~topicbench.tasks.llm_traces`)."""
+        from .llm_traces import log_traces, read_records
+
+        records = read_records(artifacts)
+        if records:
+            traced = log_traces(self.tracking_uri, self.experiment_id, run_id, records)
+            self.client.set_tag(run_id, "topicbench.llm_traces", str(traced))
 
     def log_failed_run(self, run_id: str, job, error: BaseException) -> str:
         """Record ``error`` (message and traceback) on the claimed run ``run_id`` and end it FAILED."""
@@ -585,30 +589,6 @@ class Tracker:
     def _terminate(self, run_id: str, status: str) -> None:
         self.client.set_terminated(run_id, status)
         self.open_runs.discard(run_id)
-
-    def _log_metrics(self, run_id: str, metrics: dict) -> None:
-        from mlflow.entities import Metric
-
-        stamp = int(time.time() * 1000)
-        entries = [
-            Metric(tracked_name(k), float(v), stamp, 0)
-            for k, v in metrics.items() if v is not None and np.isfinite(float(v))
-        ]
-        for start in range(0, len(entries), 900):
-            self.client.log_batch(run_id, metrics=entries[start : start + 900])
-
-    def _log_training_curve(self, run_id: str, extra: dict) -> None:
-        """An iterative fit's loss per epoch (or recorded iteration) as the metric history of
-        ``training_loss``, one step per point, so MLflow's UI and the report can plot it."""
-        from mlflow.entities import Metric
-
-        losses, steps = extra.get("training_loss"), extra.get("training_steps")
-        if not losses:
-            return
-        stamp = int(time.time() * 1000)
-        entries = [Metric("training_loss", float(v), stamp, int(step)) for v, step in zip(losses, steps) if np.isfinite(v)]
-        for start in range(0, len(entries), 900):
-            self.client.log_batch(run_id, metrics=entries[start : start + 900])
 
     def training_curves(self, run_ids) -> dict:
         """{run id: (steps, losses)} of the runs that logged a ``training_loss`` history."""
@@ -632,9 +612,15 @@ class Tracker:
             LocalArtifactDatasetSource(corpus.source or corpus.name), name=corpus.name,
             digest=corpus.fingerprint()[:36],
         )
-        self.client.log_inputs(
-            run_id, datasets=[DatasetInput(dataset._to_mlflow_entity(), tags=[InputTag("mlflow.data.context", "training")])]
-        )
+        inputs = [DatasetInput(dataset._to_mlflow_entity(), tags=[InputTag("mlflow.data.context", "training")])]
+        for tries_left in reversed(range(INPUT_TRIES)):
+            try:
+                self.client.log_inputs(run_id, datasets=inputs)
+                return
+            except Exception as error:  # MLflow's store looks the dataset up, then inserts it
+                if tries_left == 0 or not _lost_insert_race(error):
+                    raise
+                time.sleep(random.uniform(0.05, 0.5))  # apart from the process that won
 
 
 def release_interrupted_calls(error: BaseException) -> None:
@@ -662,6 +648,12 @@ def exception_chain(error: BaseException | None):
         seen.add(id(error))
         yield error
         error = error.__cause__ or error.__context__
+
+
+def _lost_insert_race(error: BaseException) -> bool:
+    """Whether ``error`` is a unique constraint that another process's insert of the same row
+    violated first (sqlite's or PostgreSQL's words, directly or through a server)."""
+    return any(text in str(error) for text in ("UNIQUE constraint failed", "duplicate key value", "IntegrityError"))
 
 
 def _store_busy(error: BaseException) -> bool:
@@ -697,12 +689,22 @@ def _make_database_folder(uri: str) -> None:
             raise TrackingError(f"cannot create the folder of the tracking database {path}: {error}") from None
 
 
-@task(name="log_model_run", retries=3, retry_delay_seconds=[1, 2, 4], cache_policy=NONE)
-def log_model_run(tracker: Tracker, run_id: str, job, fit) -> str:
-    return tracker.log_model_run(run_id, job, fit)
+def worth_retrying(task, task_run, state) -> bool:
+    """A logging task is retried unless the store is gone or full (:func:`store_unavailable`):
+    MLflow's client has already waited for a server through its own bounded retries."""
+    error = state.data if isinstance(state.data, BaseException) else None
+    return error is None or not store_unavailable(error)
 
 
-@task(name="log_failed_run", retries=3, retry_delay_seconds=[1, 2, 4], cache_policy=NONE)
+@task(name="log_model_run", retries=3, retry_delay_seconds=[1, 2, 4], retry_condition_fn=worth_retrying,
+      cache_policy=NONE)
+def log_model_run(tracker: Tracker, run_id: str, record: FitRecord, artifacts) -> str:
+    """:meth:`Tracker.log_fit`, retried on transient failures ("database is locked")."""
+    return tracker.log_fit(run_id, record, artifacts)
+
+
+@task(name="log_failed_run", retries=3, retry_delay_seconds=[1, 2, 4], retry_condition_fn=worth_retrying,
+      cache_policy=NONE)
 def log_failed_run(tracker: Tracker, run_id: str, job, error: BaseException) -> str:
     return tracker.log_failed_run(run_id, job, error)
 
@@ -742,6 +744,13 @@ def run_record(corpus, model_spec, seed: int, config) -> dict:
     record.update({"num_topics": params.pop("num_topics"), "seed": params.pop("random_state")})
     record.update({f"settings.{k}": v for k, v in params.items()})
     record.update({f"version.{k}": v for k, v in package_versions().items()})
+    llm_metrics = set(model_spec.metrics or config.metrics) & set(config.llm_metrics())
+    if llm_metrics:  # who judged and how (the key's variable's name, never the key)
+        from .llm_judge import judge_record
+
+        endpoint, judge = config.llm_settings()
+        record.update({f"llm.{k}": v for k, v in endpoint.record().items()})
+        record.update({f"llm.judge.{k}": v for k, v in judge_record(judge).items()})
     plugin = MODELS.plugin_source(model_spec.model)
     if plugin is not None:  # a model of another installed package: which entry point, which version
         record.update({"model_plugin": plugin["entry_point"], f"version.{plugin['distribution']}": plugin["version"]})

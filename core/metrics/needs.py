@@ -18,6 +18,7 @@ bad input (a malformed matrix, an unknown setting), which still raises.
 ``reference``       a reference corpus (``reference``, or else ``corpus``) that uses every scored topic word
 ``word_vectors``    word vectors (given, or built by the context) for every scored topic word
 ``rng``             ``MetricRun.rng``, a ``numpy.random.Generator``
+``llm``             an LLM judge in the context, every judged topic at least its ``top_words`` words long
 ==================  ==========================================================================
 """
 
@@ -136,6 +137,16 @@ def _word_vectors(output, run: MetricRun):
     return None if problem is None else Missing(problem, f"word vectors of the topic words: {problem}")
 
 
+def _llm(output, run: MetricRun):
+    if run.context.judge is None:
+        return Missing("no LLM endpoint is configured",
+                       "an LLM endpoint: an llm: block in the config (base_url, model), or --llm-base-url and --llm-model")
+    depth = run.context.judge_settings.top_words
+    short = [k for k, words in enumerate(output.topics) if len(words) < depth]
+    return Missing(too_short(short[0], len(output.topics[short[0]]), depth),
+                   f"topics of at least {depth} words") if short else None
+
+
 _CHECKS = {
     "token_topics": _token_topics,
     "labels": _labels,
@@ -147,6 +158,7 @@ _CHECKS = {
     "reference": _reference,
     "word_vectors": _word_vectors,
     "rng": _rng,
+    "llm": _llm,
 }
 
 #: Names a metric may list in ``needs``.

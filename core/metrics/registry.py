@@ -38,6 +38,7 @@ from .diversity import inverted_rbo, topic_diversity
 from .embedding import embedding_coherence
 from .heldout import heldout_log_likelihood
 from .labels import classification_scores, clustering_scores
+from .llm_judging import judge_intrusion, judge_ratings
 from .needs import NEEDS, MetricNotApplicable, unmet_need
 from .posterior import (
     assignment_log_likelihood,
@@ -279,4 +280,33 @@ _register(MetricSpec(
     lambda output, run: clustering_scores(output.topic_document_matrix, run.inputs.document_labels),
     True, ("labels",), aggregate="over documents", outputs=("nmi", "purity"),
     description="NMI and purity of each document's main topic against its label",
+))
+
+
+# ------------------------------------------------------------------------------------------------
+# Topic quality as people judge it, asked of an LLM (llm_judging)
+# ------------------------------------------------------------------------------------------------
+
+
+def _llm_rating(output: TopicModelOutput, run: MetricRun) -> dict:
+    judged = judge_ratings(output, run.context.judge, run.context.judge_settings, output.seed or 0)
+    return {"llm_rating": judged.mean(), "llm_rating_answered": judged.answered / max(len(judged.topics), 1)}
+
+
+def _llm_intrusion(output: TopicModelOutput, run: MetricRun) -> dict:
+    judged = judge_intrusion(output, run.context.judge, run.context.judge_settings, output.seed or 0)
+    return {"llm_intrusion": judged.mean(), "llm_intrusion_answered": judged.answered / max(len(judged.topics), 1)}
+
+
+_register(MetricSpec(
+    "llm_rating", _llm_rating, True, ("llm",), aggregate="mean over the most prevalent topics",
+    outputs=("llm_rating", "llm_rating_answered"),
+    description="an LLM's 1-3 rating of how related a topic's top 10 words are (Stammbach et al. 2023); "
+                "llm_rating_answered: the share of topics it rated",
+))
+_register(MetricSpec(
+    "llm_intrusion", _llm_intrusion, True, ("llm", "two_topics"), aggregate="mean over the most prevalent topics",
+    outputs=("llm_intrusion", "llm_intrusion_answered"),
+    description="how often an LLM picks the intruder among a topic's top words (Chang et al. 2009); "
+                "llm_intrusion_answered: the share of topics with an answered draw",
 ))

@@ -235,8 +235,8 @@ def test_resolved_values_must_be_named_fields(tiny_corpus, resolved):
     [
         ({"num_topics": 0}, "uniform: num_topics must be an integer >= 1, got 0"),
         ({"num_topics": None}, "uniform: num_topics must be an integer >= 1, got None"),
-        ({"num_topics": 2, "random_state": -1}, "uniform: random_state must be an integer >= 0, got -1"),
-        ({"num_topics": 2, "random_state": True}, "uniform: random_state must be an integer >= 0, got True"),
+        ({"num_topics": 2, "random_state": -1}, "uniform: random_state must be an integer in \\[0, 4294967295\\], got -1"),
+        ({"num_topics": 2, "random_state": True}, "uniform: random_state must be an integer in \\[0, 4294967295\\], got True"),
         ({"num_topics": 2, "top_words": "two"}, "uniform: setting 'top_words' must be an integer"),
     ],
 )

@@ -90,7 +90,7 @@ def test_a_config_names_a_plugin_model_like_a_builtin_one(plugin_site):
     models = [{"model": "elda"}, {"model": "count_topics", "num_topics": 3, "settings": {"top_words": 5}}]
     config = BenchmarkConfig.from_dict({"models": models})
     assert config.models[1].build(MODELS, seed=2).get_params() == {"num_topics": 3, "random_state": 2, "top_words": 5}
-    with pytest.raises(InputError, match=r"models\[1\]: model 'count_topics' \(count_topics\) has no setting 'colour'; its settings: top_words"):
+    with pytest.raises(InputError, match=r"models\[1\].settings: model 'count_topics' has no setting 'colour'; its settings: top_words"):
         BenchmarkConfig.from_dict({"models": [models[0], {"model": "count_topics", "settings": {"colour": 1}}]})
     with pytest.raises(InputError, match=r"models\[0\] \(count_topics\): count_topics: num_topics must be an integer >= 1, got None"):
         BenchmarkConfig.from_dict({"models": [{"model": "count_topics"}]})

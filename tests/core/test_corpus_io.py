@@ -223,7 +223,7 @@ def test_stopwords():
     listed = PreprocessConfig(stopwords=["hat"])
     assert listed.stopwords == ("hat",)
     assert tokenize(text, listed) == ["the", "cat", "and", "the"]
-    with pytest.raises(InputError, match="stopwords must be 'english', 'none' or a list, got 'french'"):
+    with pytest.raises(InputError, match="stopwords must be one of 'english', 'none' or a list of strings, got 'french'"):
         PreprocessConfig(stopwords="french")
 
 
@@ -256,7 +256,7 @@ def test_min_doc_length(caplog):
     assert corpus.n_documents == 2
     assert corpus.dropped_documents == (1, 3)
     assert any("dropped 2 of 4 documents with fewer than 3 tokens" in r.getMessage() for r in caplog.records)
-    with pytest.raises(InputError, match="min_doc_length must be >= 1, got 0"):
+    with pytest.raises(InputError, match="min_doc_length must be an integer >= 1, got 0"):
         PreprocessConfig(min_doc_length=0)
 
 
@@ -265,7 +265,7 @@ def test_config_checks_and_round_trip():
         PreprocessConfig(unknown_words="ignore")
     with pytest.raises(InputError, match="is not a regular expression"):
         PreprocessConfig(token_pattern="([a-z")
-    with pytest.raises(InputError, match=r"unknown preprocessing settings \['lemmatize'\]"):
+    with pytest.raises(InputError, match="preprocessing: unknown setting 'lemmatize'"):
         PreprocessConfig.from_dict({"lemmatize": True})
     config = PreprocessConfig(stem=True, min_df=2, stopwords=("x", "y"))
     assert PreprocessConfig.from_dict(config.to_dict()) == config
@@ -368,3 +368,68 @@ def test_segment_ids_and_token_documents_match_a_loop():
     assert documents.dtype == "int64" and documents.tolist() == [0, 0, 1, 2, 2, 2]
     for d in range(corpus.n_documents):
         assert (documents == d).sum() == len(corpus.document(d))
+
+
+# ------------------------------------------------------------------------------------------------
+# Files that are not what a reader expects (issue 29)
+# ------------------------------------------------------------------------------------------------
+
+
+def test_a_byte_order_mark_is_not_part_of_the_first_word(tmp_path):
+    text_file = tmp_path / "bom.txt"
+    text_file.write_bytes("\ufeffbudget tax\nwar troops\n".encode("utf-8"))
+    folder = write_octis(tmp_path / "bom", ["\ufeffbudget tax\ttrain", "war troops\ttrain"])
+    for corpus in (read_text_file(text_file, PRE), read_octis_folder(folder, PRE)):
+        assert "budget" in corpus.vocabulary
+        assert not any("\ufeff" in word for word in corpus.vocabulary)
+
+
+def test_nul_bytes_are_refused_naming_the_line(tmp_path):
+    text_file = tmp_path / "nul.txt"
+    text_file.write_bytes(b"budget tax\nwar\x00troops\n")
+    with pytest.raises(InputError, match=r"nul.txt line 2: holds a NUL byte \(byte 14\)"):
+        read_text_file(text_file, PRE)
+    folder = write_octis(tmp_path / "nul_vocab", ["budget\ttrain"], vocabulary=["budget"])
+    (folder / "vocabulary.txt").write_bytes(b"budget\n\x00\n")
+    with pytest.raises(InputError, match="vocabulary.txt line 2: holds a NUL byte"):
+        read_octis_folder(folder, PRE)
+
+
+@pytest.mark.timeout(20)
+def test_pipes_and_devices_are_refused_before_they_are_opened(tmp_path):
+    import os
+
+    os.mkfifo(tmp_path / "pipe")  # nobody writes it: opening it to read would block forever
+    with pytest.raises(InputError, match=r"pipe is not a regular file \(it is a pipe\)"):
+        load_corpus(tmp_path / "pipe", PRE)
+    with pytest.raises(InputError, match=r"/dev/zero is not a regular file \(it is a device\)"):
+        load_corpus("/dev/zero", PRE)
+    folder = tmp_path / "octis"
+    folder.mkdir()
+    os.mkfifo(folder / "corpus.tsv")
+    with pytest.raises(InputError, match=r"corpus.tsv is not a regular file \(it is a pipe\)"):
+        load_corpus(folder, PRE)
+
+
+def test_a_symbolic_link_loop_is_a_clear_error(tmp_path):
+    (tmp_path / "loop.txt").symlink_to(tmp_path / "loop.txt")
+    with pytest.raises(InputError, match="Too many levels of symbolic links"):
+        load_corpus(tmp_path / "loop.txt", PRE)
+
+
+@pytest.mark.parametrize("text", ["a/b", "../../escaped", "/etc/passwd", "..", ".", "", "-rf", "x\ny", "a\\b", "C:\\x", "z" * 300])
+def test_user_text_becomes_one_file_name_inside_its_folder(tmp_path, text):
+    from topicbench.core.io import file_name_for
+
+    name = file_name_for(text)
+    assert name and "/" not in name and "\\" not in name and not name.startswith((".", "-")) and len(name) <= 89
+    target = (tmp_path / name).resolve()
+    assert target.parent == tmp_path.resolve()
+
+
+def test_file_names_keep_plain_names_and_keep_different_texts_apart():
+    from topicbench.core.io import file_name_for
+
+    assert file_name_for("congress") == "congress" and file_name_for("20ng_politics") == "20ng_politics"
+    assert file_name_for("zeitung_ä") == "zeitung_ä"
+    assert len({file_name_for(text) for text in ("a/b", "a_b", "a b", "a:b")}) == 4

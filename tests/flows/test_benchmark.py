@@ -135,8 +135,8 @@ def test_an_unreachable_tracking_server_fails_before_any_work(tiny_octis, tmp_pa
         ({"models": [{"model": "lda"}]}, "Unknown model 'lda'. Available:"),
         ({"metrics": ["coherence"]}, "Unknown metric 'coherence'"),
         ({"models": [{"model": "gensim_lda", "settings": {"alphas": 1}}]}, "has no setting 'alphas'"),
-        ({"seeds": []}, "seeds must be a non-empty list"),
-        ({"colour": "blue"}, "unknown setting 'colour'"),
+        ({"seeds": []}, "seeds is empty: list at least one"),
+        ({"colour": "blue"}, "has no setting 'colour'"),
     ],
 )
 def test_config_errors_name_the_problem(tiny_octis, tmp_path, change, message):
@@ -219,10 +219,15 @@ def test_document_embeddings_are_computed_once_per_corpus_before_the_fits(tiny_o
 
 
 def test_artifacts_of_a_sqlite_store_live_beside_the_database(tmp_path):
+    from topicbench.core.io import file_name_for
     from topicbench.tasks.tracking import local_artifact_location
 
     location = local_artifact_location(f"sqlite:///{tmp_path / 'store' / 'mlflow.db'}", "paper run")
-    assert location == (tmp_path / "store" / "mlartifacts" / "paper_run").resolve().as_uri()
+    assert location == (tmp_path / "store" / "mlartifacts" / file_name_for("paper run")).resolve().as_uri()
+    assert location.rsplit("/", 1)[-1].startswith("paper_run-")
+    # an experiment named like a path stays one folder beside the database
+    escaped = local_artifact_location(f"sqlite:///{tmp_path / 'store' / 'mlflow.db'}", "../../x")
+    assert escaped.startswith((tmp_path / "store" / "mlartifacts").resolve().as_uri() + "/")
     assert local_artifact_location("http://127.0.0.1:5000", "paper") is None  # the server decides
     assert local_artifact_location("sqlite:///:memory:", "paper") is None
 

@@ -189,7 +189,7 @@ def test_the_cli_fetches_into_dest_and_reports_errors_on_one_line(server, cache,
     assert main(["data", "fetch", "tiny", "--url", "127.0.0.1:8000"]) == 2
     assert "--url must be an http:// or https:// base URL, got '127.0.0.1:8000'" in capsys.readouterr().err
     assert main(["data", "fetch", "nyt"]) == 2
-    assert "Unknown dataset 'nyt'. Available: congress, reuters, 20ng_politics, BBC_News, DBLP, M10" in capsys.readouterr().err
+    assert "Unknown dataset 'nyt'. Available: congress, reuters, 20ng_politics, hoyle2021, BBC_News, DBLP, M10" in capsys.readouterr().err
 
 
 def test_data_list_names_every_dataset_and_whether_it_is_cached(server, cache, monkeypatch, capsys):
@@ -313,3 +313,88 @@ def test_fetch_congress_then_run_a_benchmark_by_name_without_shared_data(server,
     assert "benchmark 'congress-by-name' completed in" in result.stdout
     report = (work / "results" / "congress-by-name" / "report.md").read_text()
     assert "congress" in report
+
+
+# -- every wait has a limit (issue 29) --------------------------------------------------------------
+
+
+@pytest.fixture
+def trickling_server():
+    """A server that answers with 1000 announced bytes and then sends one byte every 0.2 s."""
+    import time
+
+    class Trickle(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Length", "1000")
+            self.end_headers()
+            try:
+                for _ in range(1000):
+                    self.wfile.write(b"x")
+                    self.wfile.flush()
+                    time.sleep(0.2)
+            except OSError:  # the client gave up
+                pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Trickle)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.fixture
+def silent_server():
+    """A server that accepts connections and never answers."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    listener.close()
+
+
+@pytest.mark.timeout(60)
+def test_a_trickling_mirror_stops_at_the_deadline_with_progress(trickling_server, server, cache, monkeypatch, capsys):
+    import time
+
+    from topicbench.flows import data
+
+    _tiny_release(server, monkeypatch)
+    monkeypatch.setattr(data, "PROGRESS_SECONDS", 0.5)
+    started = time.monotonic()
+    code = main(["data", "fetch", "tiny", "--url", trickling_server, "--deadline", "2", "--timeout", "5"])
+    seconds = time.monotonic() - started
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and seconds < 10
+    assert "stopped at the deadline of 2 s (--deadline) after" in err[-1] and "of 1000 bytes" in err[-1]
+    assert any("TINY_D2Windexform.txt: 0.0 kB of 1.0 kB" in line and "kB/s" in line for line in err[:-1]), err
+    assert not any(p.suffix == ".part" for p in _files_under(cache))
+
+
+@pytest.mark.timeout(60)
+def test_a_mirror_that_never_answers_ends_at_the_timeout_it_names(silent_server, server, cache, monkeypatch, capsys):
+    import time
+
+    _tiny_release(server, monkeypatch)
+    started = time.monotonic()
+    code = main(["data", "fetch", "tiny", "--url", silent_server, "--timeout", "1.5"])
+    seconds = time.monotonic() - started
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and 1.4 < seconds < 8
+    assert "is unreachable (no answer within 1.5 s (--timeout))" in err[-1]
+    assert _files_under(cache) == []
+
+
+def test_the_data_folder_must_be_a_writable_folder(tmp_path, monkeypatch, server):
+    _tiny_release(server, monkeypatch)
+    (tmp_path / "a_file").write_text("")
+    with pytest.raises(DatasetError, match="--dest: .*a_file is not a folder"):
+        fetch_dataset("tiny", dest=tmp_path / "a_file", base_url=server.url)
+    monkeypatch.setenv("TOPICBENCH_DATA", str(tmp_path / "a_file" / "below"))
+    with pytest.raises(DatasetError, match=r"the data cache \(\$TOPICBENCH_DATA or its default\): cannot create or write"):
+        fetch_dataset("tiny", base_url=server.url)
+    assert server.requests == []  # refused before any download

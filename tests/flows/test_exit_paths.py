@@ -32,6 +32,12 @@ from test_run_claims import fit_runs, topicbench, topicbench_env, write_config
 ELDA = {"model": "elda", "settings": {"kappa": 2.0, "generator": "cooccurrence", "top_words": 10}}
 
 
+@pytest.fixture(autouse=True)
+def spool_of_the_test(tmp_path, monkeypatch):
+    """Fits whose logging an interrupt stops are spooled: into the test's folder."""
+    monkeypatch.setenv("TOPICBENCH_SPOOL", str(tmp_path / "spool"))
+
+
 def make_config(corpus: Path, store: str) -> BenchmarkConfig:
     return BenchmarkConfig.from_dict({
         "experiment": "tiny", "corpora": [{"name": "tiny", "source": str(corpus), "preprocessing": {"preprocessed": True}}],

@@ -159,3 +159,14 @@ def test_paper_writes_its_report_through_the_report_flow(tmp_path, monkeypatch):
     assert state == "state" and args == ("paper", "sqlite:///x.db", str(tmp_path / "out"))
     assert kwargs["sections"] == PAPER_REPORT_SECTIONS == calls["benchmark"].report_sections
     assert kwargs["command"].startswith("topicbench paper --seeds 0 1 ")
+
+
+def test_an_llm_endpoint_adds_the_judges_metrics_and_section_to_the_paper(tmp_path):
+    (tmp_path / "congress").mkdir()
+    (tmp_path / "congress" / "corpus.tsv").write_text("a b\ttrain\n")
+    plain = paper_config(tmp_path, corpora=("congress",), tracking_uri="sqlite:///x.db")
+    judged = paper_config(tmp_path, corpora=("congress",), tracking_uri="sqlite:///x.db",
+                          llm={"base_url": "http://127.0.0.1:8080/v1", "model": "smollm2"})
+    assert judged.llm_metrics() == ["llm_rating", "llm_intrusion"] and plain.llm_metrics() == []
+    assert judged.report_sections == (*plain.report_sections, "llm_judged")
+    assert judged.llm_settings()[0].model == "smollm2" and plain.llm is None

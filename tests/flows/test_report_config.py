@@ -28,9 +28,9 @@ def test_a_config_lists_its_sections_including_the_papers():
 
 
 @pytest.mark.parametrize("sections, message", [
-    (["coherence", "nope"], "unknown report section 'nope'. Available: .*robustness"),
-    ("coherence", "report_sections must be a list"),
-    ([], "report_sections must be a non-empty list"),
+    (["coherence", "nope"], r"report_sections\[1\]: Unknown report section 'nope'. Available: .*robustness"),
+    ("coherence", "report_sections must be a list of report section names or null"),
+    ([], "report_sections is empty: list at least one"),
 ])
 def test_bad_report_sections_fail_with_the_choices(sections, message):
     with pytest.raises(InputError, match=message):

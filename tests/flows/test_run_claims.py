@@ -24,9 +24,13 @@ from topicbench.tasks.tracking import (
 )
 
 
+class JobStub(SimpleNamespace):
+    __hash__ = object.__hash__  # a key of {job: claim}, by identity, as a benchmark Job
+
+
 def job(key: str = "k1", seed: int = 0):
     """What :meth:`Tracker.claim` reads of a benchmark Job."""
-    return SimpleNamespace(
+    return JobStub(
         key=key, seed=seed, corpus=SimpleNamespace(name="tiny"), model=SimpleNamespace(name="elda", model="elda"),
     )
 
@@ -244,7 +248,8 @@ def topicbench_env(prefect_home: Path, api_url: str | None = None) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
     # a patient server start: these tests run beside others on two cores
     env.update(PREFECT_HOME=str(prefect_home), PREFECT_SERVER_ANALYTICS_ENABLED="false",
-               PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS="600")
+               PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS="600",
+               TOPICBENCH_SPOOL=str(prefect_home.parent / "spool"))  # fits a store could not take: the test's own
     if api_url:
         env["PREFECT_API_URL"] = api_url
     return env
@@ -347,3 +352,68 @@ def test_an_interrupted_benchmark_marks_its_runs_killed_once_a_busy_store_frees(
     gone.abandon(KeyboardInterrupt())
     assert calls == [run]  # tried once: no retries against a store that is not merely busy
     assert MlflowClient(store).get_run(run).info.status == "RUNNING" and gone.open_runs == {run}
+
+
+# -- races on stores without a lock --------------------------------------------------------------
+
+
+def corpus_job(key: str = "k1"):
+    """A job whose corpus :meth:`Tracker._log_corpus_input` logs as a dataset."""
+    corpus = SimpleNamespace(name="tiny", source="/data/tiny", fingerprint=lambda: "f" * 64)
+    return JobStub(**vars(job(key)), corpus_data=corpus)
+
+
+def test_a_dataset_insert_lost_to_another_process_is_tried_again(store, monkeypatch):
+    """Two processes logging one new corpus at once: MLflow's store looks the dataset up, finds
+    none, and both insert it; the loser's insert fails on the unique constraint (seen on an
+    MLflow server as "UNIQUE constraint failed: datasets..."). Its next try finds the row."""
+    from mlflow.exceptions import MlflowException
+
+    tracker = Tracker(store, "claims")
+    run_id = tracker.claim("p", job()).run_id
+    real_log_inputs = tracker.client.log_inputs
+    tries = []
+
+    def lost_once(*args, **kwargs):
+        tries.append(1)
+        if len(tries) == 1:
+            raise MlflowException("BAD_REQUEST: (sqlite3.IntegrityError) UNIQUE constraint failed: datasets.experiment_id, "
+                                  "datasets.name, datasets.digest")
+        return real_log_inputs(*args, **kwargs)
+
+    monkeypatch.setattr(tracker.client, "log_inputs", lost_once)
+    tracker._log_corpus_input(run_id, corpus_job())
+    assert len(tries) == 2
+    (logged,) = MlflowClient(store).get_run(run_id).inputs.dataset_inputs
+    assert logged.dataset.name == "tiny"
+
+    def refused(*args, **kwargs):
+        tries.append(1)
+        raise MlflowException("INVALID_PARAMETER_VALUE: something else")
+
+    monkeypatch.setattr(tracker.client, "log_inputs", refused)
+    tries.clear()
+    with pytest.raises(MlflowException, match="something else"):
+        tracker._log_corpus_input(run_id, corpus_job())
+    assert len(tries) == 1  # any other error is not retried
+
+
+def test_claim_states_tell_finished_held_and_free_keys(store, other_process):
+    theirs = tracker_of(store, owner_of(other_process))
+    ours = Tracker(store, "claims")
+    jobs = {key: job(key) for key in ("done", "held", "failed", "never")}
+    theirs.client.set_terminated(theirs.claim("p", jobs["done"]).run_id, "FINISHED")
+    theirs.claim("p", jobs["held"])
+    theirs.client.set_terminated(theirs.claim("p", jobs["failed"]).run_id, "FAILED")
+    states = ours.claim_states(jobs.values())
+    assert {key: states[j] for key, j in jobs.items()} == {"done": "finished", "held": "held", "failed": None, "never": None}
+    other_process.kill()
+    other_process.wait()
+    assert ours.claim_states([jobs["held"]]) == {jobs["held"]: None}  # its owner is gone: free again
+
+
+def test_a_malformed_stale_run_setting_is_refused_before_any_work(store, monkeypatch):
+    monkeypatch.setenv("TOPICBENCH_STALE_RUN_SECONDS", "abc")
+    with pytest.raises(TrackingError, match=r"TOPICBENCH_STALE_RUN_SECONDS='abc' is not a number >= 0 \(seconds without "
+                                            r"a heartbeat .*\): set it to e.g. 600.0, or unset it"):
+        check_tracking_uri(store)

@@ -14,7 +14,10 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from servers import dask_cluster, mlflow_server, prefect_api, worker_addresses  # noqa: F401 (fixtures)
+from servers import (  # noqa: F401 (fixtures)
+    answers, dask_cluster, dask_scheduler, kill_dask_worker, mlflow_server, prefect_api, wait_for_workers,
+    worker_addresses,
+)
 from test_run_claims import topicbench, topicbench_env, write_config
 
 #: A benchmark of E-LDA and a baseline, small enough for seconds per fit.
@@ -181,6 +184,62 @@ def test_parallel_elda_runs_its_rounds_on_a_dask_scheduler_and_its_workers(tiny_
     after = executed_per_worker(dask_cluster.url)
     assert set(after) == set(before) and len(after) == 2
     assert all(after[worker] > before[worker] for worker in after), (before, after)  # both workers held shards
+
+
+@pytest.mark.slow
+def test_the_readme_dask_commands_listen_on_127_0_0_1_only(dask_scheduler):
+    """Dask's defaults put the scheduler's dashboard (/health, /metrics) and every worker and its
+    dashboard on 0.0.0.0; the README's commands (which the fixture runs) bind 127.0.0.1."""
+    assert answers(dask_scheduler.extra["dashboard"] + "/health")
+    dashboard_port = int(dask_scheduler.extra["dashboard"].rsplit(":", 1)[1])
+    scheduler = dask_scheduler.listening()
+    assert {port for _, port in scheduler} == {int(dask_scheduler.url.rsplit(":", 1)[1]), dashboard_port}
+    for server in [dask_scheduler, *dask_scheduler.extra["workers"]]:
+        listening = server.listening()
+        assert len(listening) >= 2, (server.process.args, listening)  # a worker: itself, its nanny, its dashboard
+        assert {address for address, _ in listening} == {"127.0.0.1"}, (server.process.args, listening)
+
+
+def elda_json(arguments: list, out: Path, capsys) -> dict:
+    """Run ``topicbench elda`` (in this process) writing ``--json out``; the JSON, asserting exit 0."""
+    import json
+
+    from topicbench.flows.cli import main
+
+    code = main(["elda", *arguments, "--json", str(out)])
+    assert code == 0, capsys.readouterr().err[-4000:]
+    return json.loads(out.read_text())
+
+
+@pytest.mark.slow
+def test_parallel_elda_survives_a_worker_killed_right_after_the_candidates_are_built(
+    tiny_octis, tmp_path, dask_scheduler, monkeypatch, capsys,
+):
+    """The command of issue 29, which ended with ``KeyError: 'tcp://...'``: the worker dies
+    between the candidates and the placing of the shards (its nanny then starts another)."""
+    from distributed import Client
+
+    from topicbench.core import elda
+
+    wait_for_workers(dask_scheduler.url, 2)
+    arguments = ["--algorithm", "parallel", "--scheduler", dask_scheduler.url, "--corpus", str(tiny_octis),
+                 "--preprocessed", "--kappa", "2"]
+    reference = elda_json(arguments, tmp_path / "reference.json", capsys)
+
+    built, killed = elda.keyword_candidates, []
+
+    def build_then_kill_a_worker(*args, **kwargs):
+        candidates = built(*args, **kwargs)
+        with Client(dask_scheduler.url, timeout="10s") as client:
+            victim = sorted(client.scheduler_info(n_workers=-1)["workers"])[0]
+            killed.append(kill_dask_worker(client, victim, wait_until_removed=False))
+        return candidates
+
+    monkeypatch.setattr(elda, "keyword_candidates", build_then_kill_a_worker)
+    result = elda_json(arguments, tmp_path / "killed.json", capsys)
+    assert killed
+    assert result["links"] == reference["links"]
+    assert result["log_posterior"] == reference["log_posterior"]
 
 
 # -- topicbench serve: a Prefect deployment of the benchmark ------------------------------------

@@ -7,6 +7,8 @@ import doctest
 import importlib
 
 import numpy as np
+
+from topicbench.core.metrics.llm_judging import JudgeReply, JudgeSettings, shown_words
 import pytest
 
 from topicbench.core.config import COHERENCE_TOP_N
@@ -25,7 +27,7 @@ from topicbench.core.metrics.scoring import score
 from topicbench.core.validation import InputError
 
 METRIC_MODULES = ("coherence", "counts", "embedding", "diversity", "posterior", "heldout", "labels", "stats", "registry",
-                  "context", "needs", "scoring")
+                  "context", "needs", "scoring", "stability")
 
 
 @pytest.fixture(scope="module")
@@ -41,8 +43,16 @@ def lee_run():
         vector_vocabulary=corpus.vocabulary,
         labels=labels,
         heldout_corpus=heldout,
-    ))
+    ), judge=_StandInJudge(), judge_settings=JudgeSettings(max_topics=5, rating_samples=1, intrusion_draws=1))
     return corpus, output, MetricRun(context, rng=rng)
+
+
+class _StandInJudge:
+    """Answers like a judge (stand-in: the registry is tested, not an LLM): rating 3, and the first
+    shown word as the intruder."""
+
+    def ask(self, requests):
+        return [JudgeReply("3") if r.task == "rating" else JudgeReply(shown_words(r)[0]) for r in requests]
 
 
 def expected_keys(name, context):

@@ -1,0 +1,165 @@
+"""Benchmark topic stability (core/metrics/stability.py) on outputs of E-LDA's and a baseline's size.
+
+Synthetic cases, each a pair of "seeds" of one model (run B: run A's topics perturbed, a tenth
+of them replaced by new ones, shuffled):
+
+- keyword topics (E-LDA): constant-plus-sparse, 3,000 topics x 10,000 words, each row storing
+  about 300 words (Zipf-like word frequencies, so rows share words as keyword topics do) at
+  (count + eps) / norm, eps / norm elsewhere, eps = 1e-5 (the generators' default): the pairs take
+  the kernel's series path;
+- heavy constants: the same shapes with 1-10% of each row's mass on its constant and stored values
+  as small as it: every pair is merged word by word (the kernel's worst case; skip it with
+  ``--skip-worst-case``);
+- dense: two 200 x 10,000 matrices, Dirichlet(0.05) rows.
+
+For each case and measure (``jensen_shannon``, ``top_words``) it times :func:`stability` (all
+pairwise similarities, the Hungarian matching and the summary) and reports the peak resident
+memory above the level before the call (psutil, sampled every 5 ms in a thread) and the peak of
+numpy's allocations (tracemalloc; the numba kernels' output arrays are numpy's too). The kernels are
+compiled (or loaded from numba's cache) on a tiny instance first, outside the timing.
+
+    nice -n 10 .venv/bin/python benchmarks/bench_stability.py
+    nice -n 10 .venv/bin/python benchmarks/bench_stability.py --elda-topics 1000 --threads 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import threading
+import time
+import tracemalloc
+
+import numba
+import numpy as np
+import psutil
+
+from topicbench.core.metrics.stability import MEASURES, stability
+from topicbench.core.topic_word import ConstantPlusSparse
+
+
+def elda_like(n_topics: int, n_words: int, stored: int, rng, epsilon: float = 1e-5) -> ConstantPlusSparse:
+    """Keyword topics as E-LDA's generators make them: p = (count + eps) / norm at ~``stored`` words
+    co-occurring with the keyword (drawn with Zipf-like word frequencies), eps / norm elsewhere;
+    keyword frequencies spread the row totals over three orders of magnitude."""
+    frequency = 1.0 / np.arange(1, n_words + 1) ** 0.8
+    frequency /= frequency.sum()
+    lengths = rng.integers(stored // 2, 3 * stored // 2 + 1, size=n_topics)
+    columns = [np.sort(rng.choice(n_words, size=int(n), replace=False, p=frequency)) for n in lengths]
+    counts = [rng.geometric(0.3, size=int(n)) * float(10 ** rng.uniform(0, 3)) for n in lengths]
+    norms = np.array([c.sum() for c in counts]) + n_words * epsilon
+    values = [(c + epsilon) / norm for c, norm in zip(counts, norms)]
+    indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    return ConstantPlusSparse(epsilon / norms, indptr, np.concatenate(columns).astype(np.int64),
+                              np.concatenate(values), n_words)
+
+
+def heavy_constants(n_topics: int, n_words: int, stored: int, rng) -> ConstantPlusSparse:
+    """The kernel's worst case: 1-10% of each row's mass on its constant, stored values as small as
+    the constant, so no pair takes the series and every pair is merged word by word."""
+    matrix = elda_like(n_topics, n_words, stored, rng)
+    unstored = rng.uniform(0.01, 0.1, size=n_topics)
+    values = rng.gamma(0.5, size=matrix.n_stored)
+    rows = np.repeat(np.arange(n_topics), np.diff(matrix.indptr))
+    values *= (1 - unstored[rows]) / np.bincount(rows, weights=values, minlength=n_topics)[rows]
+    return ConstantPlusSparse(unstored / (n_words - np.diff(matrix.indptr)), matrix.indptr, matrix.indices,
+                              values, n_words)
+
+
+def other_seed(matrix, fresh, rng, replaced: float = 0.1):
+    """Run B: the topics of ``matrix`` perturbed (stored values x U(0.7, 1.3), renormalised), a share
+    of them replaced by the same rows of ``fresh`` (new topics of the same kind), all shuffled."""
+    n_topics = matrix.shape[0]
+    order = rng.permutation(n_topics)
+    keep = rng.uniform(size=n_topics) >= replaced
+    if isinstance(matrix, ConstantPlusSparse):
+        noisy = ConstantPlusSparse(matrix.row_constants, matrix.indptr, matrix.indices,
+                                   matrix.values * rng.uniform(0.7, 1.3, size=matrix.values.shape), matrix.n_columns)
+        rows = np.where(keep, np.arange(n_topics), n_topics + np.arange(n_topics))
+        return _stack(noisy.normalised_rows(), fresh).take(rows[order])
+    noisy = matrix * rng.uniform(0.7, 1.3, size=matrix.shape)
+    noisy /= noisy.sum(axis=1, keepdims=True)
+    return np.where(keep[:, None], noisy, fresh)[order]
+
+
+def _stack(first: ConstantPlusSparse, second: ConstantPlusSparse) -> ConstantPlusSparse:
+    return ConstantPlusSparse(
+        np.concatenate([first.row_constants, second.row_constants]),
+        np.concatenate([first.indptr, second.indptr[1:] + first.indptr[-1]]),
+        np.concatenate([first.indices, second.indices]), np.concatenate([first.values, second.values]),
+        first.n_columns,
+    )
+
+
+class PeakMemory:
+    """Peak RSS above the starting level, sampled in a thread, and tracemalloc's peak."""
+
+    def __enter__(self):
+        self.process = psutil.Process()
+        self.start = self.peak = self.process.memory_info().rss
+        self.running = True
+        self.thread = threading.Thread(target=self._sample, daemon=True)
+        tracemalloc.start()
+        self.thread.start()
+        return self
+
+    def _sample(self):
+        while self.running:
+            self.peak = max(self.peak, self.process.memory_info().rss)
+            time.sleep(0.005)
+
+    def __exit__(self, *exc):
+        self.running = False
+        self.thread.join()
+        self.peak = max(self.peak, self.process.memory_info().rss)
+        self.traced_peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        self.rss_mb = (self.peak - self.start) / 2**20
+        self.traced_mb = self.traced_peak / 2**20
+
+
+def run_case(name: str, a, b) -> None:
+    for measure in MEASURES:
+        with PeakMemory() as memory:
+            started = time.perf_counter()
+            score = stability(a, b, measure)
+            seconds = time.perf_counter() - started
+        print(f"{name:<38} {measure:<15} {seconds:8.2f} s   peak RSS +{memory.rss_mb:7.1f} MB   "
+              f"numpy peak {memory.traced_mb:7.1f} MB   mean matched {score.mean_matched_similarity:.3f}   "
+              f"share {score.share_reappearing:.3f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--elda-topics", type=int, default=3000)
+    parser.add_argument("--dense-topics", type=int, default=200)
+    parser.add_argument("--words", type=int, default=10_000)
+    parser.add_argument("--stored", type=int, default=300, help="mean stored entries per E-LDA-like row")
+    parser.add_argument("--threads", type=int, default=None, help="numba threads (default: numba's)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--skip-worst-case", action="store_true", help="skip the heavy-constants case (all pairs merged)")
+    args = parser.parse_args()
+    if args.threads:
+        numba.set_num_threads(args.threads)
+    rng = np.random.default_rng(args.seed)
+
+    started = time.perf_counter()
+    tiny = elda_like(4, 50, 5, rng)
+    for measure in MEASURES:  # compile or load every kernel outside the timing
+        stability(tiny, tiny, measure, top_n=3), stability(tiny.toarray(), tiny, measure, top_n=3)
+        stability(tiny.toarray(), tiny.toarray(), measure, top_n=3)
+    print(f"kernels loaded (or compiled) in {time.perf_counter() - started:.1f} s; numba threads: {numba.get_num_threads()}")
+
+    def case(name, make):
+        a = make()
+        if isinstance(a, ConstantPlusSparse):
+            print(f"{name}: {a.shape[0]} x {a.shape[1]}, {a.n_stored / a.shape[0]:.0f} stored per row "
+                  f"({a.nbytes / 2**20:.1f} MB; dense would be {8 * a.shape[0] * a.shape[1] / 2**20:.0f} MB)")
+        run_case(f"{name} {a.shape[0]} x {a.shape[1]}", a, other_seed(a, make(), rng))
+
+    case("keyword topics", lambda: elda_like(args.elda_topics, args.words, args.stored, rng))
+    if not args.skip_worst_case:
+        case("heavy constants", lambda: heavy_constants(args.elda_topics, args.words, args.stored, rng))
+    case("dense", lambda: rng.dirichlet(np.full(args.words, 0.05), size=args.dense_topics))
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,280 @@
+"""numba kernels of topic stability: Jensen-Shannon divergences between all pairs of topics of two
+runs (private; arrays in, arrays out; :mod:`topicbench.core.metrics.stability` validates).
+
+Each pair's divergence, in bits, is summed word by word from
+
+    f(x, y) = x log2 x + y log2 y - (x + y) log2((x + y) / 2)          (f(0, 0) = 0),
+
+so JSD(p, q) = 1/2 sum_v f(p_v, q_v). The x log2 x terms are computed once per entry
+(:func:`x_log2_x`), which leaves one logarithm per word and pair. f(x, x) is exactly 0 in floating
+point ((x + x) / 2 is x, and doubling commutes with rounding), so identical topics get exactly 0:
+a summed-entropy form would leave rounding noise there that the square root of the JS distance
+blows up to about 1e-8.
+
+A row of a constant-plus-sparse matrix takes its constant at every column it does not store, so a
+pair of such rows is summed over the union of their stored columns (a merge of two sorted lists),
+plus f(c_a, c_b) times the number of columns neither stores (:func:`_pair_exact`).
+
+The words one row alone stores take the other row's constant c, and when c is small next to them
+(E-LDA's keyword topics: a stored p is at least (1 + eps) / eps = 1e5 times the row's own constant)
+their sum comes from the row's moments instead of a pass over them. With u = c / x,
+
+    f(x, c) = c log2 c - c log2 x + x + c - x (1 + u) ln(1 + u) / ln 2,
+    x (1 + u) ln(1 + u) = c + sum_{k>=2} (-1)^k c^k x^(1-k) / (k (k - 1))      (|u| < 1),
+
+so sum_v f(x_v, c) over a set of words needs only its size, sum x, sum log2 x and the moments
+N_k = sum x (x_min / x)^k (scaled by the row's smallest stored value, so they never overflow;
+c^k sum x^(1-k) = (c / x_min)^k N_k). A pair then costs a pass over one row's stored words to find
+the shared ones, whose exact terms are added and whose moments are taken off. The series is used
+when c <= SERIES_RATIO x_min for both rows (or c = 0, where f(x, 0) = x), with the fewest terms
+whose first left out, (1 / ln 2) u^(m+1) N_(m+1) / ((m + 1) m) <= 1.5 u^(m+1) / ((m + 1) m) with
+u = c / x_min, is below 1.5e-18, far under rounding (u = 1e-5, E-LDA's usual, needs 3 terms; u =
+0.05 needs 12, SERIES_TERMS). Any other pair is merged exactly.
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+from .._kernel_cache import load_cached_kernels_directly
+
+_PARALLEL = dict(parallel=True, cache=True, nogil=True)
+_SERIAL = dict(cache=True, nogil=True)
+LN2 = np.log(2.0)
+
+#: The series for the words one row alone stores is used when the other row's constant is at most
+#: this share of the row's smallest stored value ...
+SERIES_RATIO = 0.05
+#: ... with the terms k = 2..SERIES_TERMS (see the module docstring for the error bound).
+SERIES_TERMS = 12
+
+
+@nb.njit(**_SERIAL)
+def _xlx(x):
+    return x * np.log2(x) if x > 0.0 else 0.0
+
+
+@nb.njit(**_SERIAL)
+def _term(x, y, x_log_x, y_log_y):
+    """f(x, y) of the module docstring, given x log2 x and y log2 y."""
+    total = x + y
+    if total <= 0.0:
+        return 0.0
+    return x_log_x + y_log_y - total * np.log2(0.5 * total)
+
+
+@nb.njit(**_PARALLEL)
+def x_log2_x(values):
+    """x log2 x of every entry of a 1-d array (0 at 0)."""
+    out = np.empty(values.shape[0], dtype=np.float64)
+    for i in nb.prange(values.shape[0]):
+        out[i] = _xlx(values[i])
+    return out
+
+
+@nb.njit(**_SERIAL)
+def _clip_half(total):
+    """JSD = total / 2, clipped to [0, 1] bit (rounding can step outside by about 1e-16)."""
+    return min(max(0.5 * total, 0.0), 1.0)
+
+
+@nb.njit(**_PARALLEL)
+def js_dense_dense(a, a_log_a, b, b_log_b):
+    """(rows of a, rows of b) JS divergences (bits) of two dense row-stochastic matrices."""
+    n_a, n_b, n_columns = a.shape[0], b.shape[0], a.shape[1]
+    out = np.empty((n_a, n_b), dtype=np.float64)
+    for i in nb.prange(n_a):
+        for j in range(n_b):
+            total = 0.0
+            for v in range(n_columns):
+                total += _term(a[i, v], b[j, v], a_log_a[i, v], b_log_b[j, v])
+            out[i, j] = _clip_half(total)
+    return out
+
+
+@nb.njit(**_PARALLEL)
+def js_sparse_dense(constants, constants_log, indptr, indices, values, values_log, b, b_log_b):
+    """JS divergences between the rows of a constant-plus-sparse matrix and those of a dense one:
+    each pair walks every column, taking the sparse row's constant between its stored columns."""
+    n_a, n_b, n_columns = constants.shape[0], b.shape[0], b.shape[1]
+    out = np.empty((n_a, n_b), dtype=np.float64)
+    for i in nb.prange(n_a):
+        c, c_log = constants[i], constants_log[i]
+        start, stop = indptr[i], indptr[i + 1]
+        for j in range(n_b):
+            total = 0.0
+            p = start
+            for v in range(n_columns):
+                if p < stop and indices[p] == v:
+                    total += _term(values[p], b[j, v], values_log[p], b_log_b[j, v])
+                    p += 1
+                else:
+                    total += _term(c, b[j, v], c_log, b_log_b[j, v])
+            out[i, j] = _clip_half(total)
+    return out
+
+
+@nb.njit(**_SERIAL)
+def _pair_exact(ca, ca_log, a_start, a_stop, a_indices, a_values, a_values_log,
+                cb, cb_log, b_start, b_stop, b_indices, b_values, b_values_log, n_columns):
+    """sum_v f(a_v, b_v) of two constant-plus-sparse rows: a merge of their stored columns, and the
+    columns neither stores in closed form."""
+    p, q = a_start, b_start
+    total = 0.0
+    shared = 0
+    while p < a_stop and q < b_stop:
+        if a_indices[p] == b_indices[q]:
+            total += _term(a_values[p], b_values[q], a_values_log[p], b_values_log[q])
+            shared += 1
+            p += 1
+            q += 1
+        elif a_indices[p] < b_indices[q]:
+            total += _term(a_values[p], cb, a_values_log[p], cb_log)
+            p += 1
+        else:
+            total += _term(ca, b_values[q], ca_log, b_values_log[q])
+            q += 1
+    for rest in range(p, a_stop):
+        total += _term(a_values[rest], cb, a_values_log[rest], cb_log)
+    for rest in range(q, b_stop):
+        total += _term(ca, b_values[rest], ca_log, b_values_log[rest])
+    neither = n_columns - (a_stop - a_start) - (b_stop - b_start) + shared
+    return total + neither * _term(ca, cb, ca_log, cb_log)
+
+
+@nb.njit(**_PARALLEL)
+def row_moments(indptr, values, n_terms):
+    """Per row of stored values x: x_min (inf if none), sum x, sum log2 x, and the scaled moments
+    N_k = sum x (x_min / x)^k, k = 2..n_terms (log and moments 0 where x_min is 0)."""
+    n_rows = indptr.shape[0] - 1
+    x_min = np.full(n_rows, np.inf)
+    sum_x = np.zeros(n_rows)
+    sum_log = np.zeros(n_rows)
+    scaled = np.zeros((n_rows, n_terms - 1))
+    for r in nb.prange(n_rows):
+        for p in range(indptr[r], indptr[r + 1]):
+            x_min[r] = min(x_min[r], values[p])
+            sum_x[r] += values[p]
+        if x_min[r] > 0.0 and x_min[r] < np.inf:
+            for p in range(indptr[r], indptr[r + 1]):
+                sum_log[r] += np.log2(values[p])
+                _add_powers(scaled[r], values[p], x_min[r], n_terms)
+    return x_min, sum_x, sum_log, scaled
+
+
+@nb.njit(**_SERIAL)
+def _add_powers(out, x, x_min, n_terms):
+    """out[k - 2] += x (x_min / x)^k for k = 2..n_terms."""
+    ratio = x_min / x
+    power = x * ratio
+    for k in range(n_terms - 1):
+        power *= ratio
+        out[k] += power
+
+
+@nb.njit(**_SERIAL)
+def _terms_needed(u, most):
+    """The fewest terms m (2 <= m <= most) whose first omitted one, u^(m+1) / ((m+1) m), is below
+    1e-18 (times sum x / ln 2 <= 1.5: far under rounding); u <= SERIES_RATIO needs at most 12."""
+    m = 2
+    power = u * u * u
+    while m < most and power / ((m + 1) * m) > 1e-18:
+        m += 1
+        power *= u
+    return m
+
+
+@nb.njit(**_SERIAL)
+def _series_applies(c, x_min, series_ratio):
+    """Whether sum f(x, c) over a row's words may be taken from its moments: c = 0 (then it is
+    sum x), a row storing nothing (x_min = inf), or c <= series_ratio * x_min."""
+    if c == 0.0 or x_min == np.inf:
+        return True
+    return x_min > 0.0 and c <= series_ratio * x_min
+
+
+@nb.njit(**_SERIAL)
+def _unshared_sum(n_unshared, c, c_log, x_min, sum_x, sum_log, scaled, removed, n_terms):
+    """sum f(x_v, c) over n_unshared stored words of a row, from their moments (series of the
+    module docstring; N_k = ``scaled[k - 2] - removed[k - 2]``, k = 2..n_terms)."""
+    if n_unshared == 0:
+        return 0.0
+    if c == 0.0:
+        return sum_x
+    u = c / x_min
+    series = 0.0
+    power = u
+    sign = 1.0
+    for k in range(2, n_terms + 1):
+        power *= u
+        series += sign * power * (scaled[k - 2] - removed[k - 2]) / (k * (k - 1))
+        sign = -sign
+    return n_unshared * (c_log + c * (1.0 - 1.0 / LN2)) - c * sum_log + sum_x - series / LN2
+
+
+@nb.njit(**_PARALLEL)
+def js_sparse_sparse(a_constants, a_constants_log, a_indptr, a_indices, a_values, a_values_log, a_log2,
+                     a_min, a_sum, a_sum_log, a_scaled,
+                     b_constants, b_constants_log, b_indptr, b_indices, b_values, b_values_log, b_log2,
+                     b_min, b_sum, b_sum_log, b_scaled, n_columns, series_ratio):
+    """JS divergences between the rows of two constant-plus-sparse matrices.
+
+    A pair whose constants are small next to the other row's stored values (or 0; see
+    :func:`_series_applies`) is summed over its shared stored words only, the words one row alone
+    stores coming from that row's moments minus the shared words' (the series of the module
+    docstring); any other pair by the exact merge (:func:`_pair_exact`). ``a_log2``/``b_log2``:
+    log2 of each stored value (0 where it is 0).
+    """
+    n_a, n_b = a_constants.shape[0], b_constants.shape[0]
+    n_terms = a_scaled.shape[1] + 1
+    out = np.empty((n_a, n_b), dtype=np.float64)
+    for i in nb.prange(n_a):
+        ca, ca_log = a_constants[i], a_constants_log[i]
+        a_start, a_stop = a_indptr[i], a_indptr[i + 1]
+        position = np.full(n_columns, -1, dtype=np.int64)  # row i's stored entry at each column
+        for p in range(a_start, a_stop):
+            position[a_indices[p]] = p
+        removed_a = np.zeros(n_terms - 1)
+        removed_b = np.zeros(n_terms - 1)
+        for j in range(n_b):
+            cb, cb_log = b_constants[j], b_constants_log[j]
+            b_start, b_stop = b_indptr[j], b_indptr[j + 1]
+            if not (_series_applies(cb, a_min[i], series_ratio) and _series_applies(ca, b_min[j], series_ratio)):
+                out[i, j] = _clip_half(_pair_exact(ca, ca_log, a_start, a_stop, a_indices, a_values, a_values_log,
+                                                   cb, cb_log, b_start, b_stop, b_indices, b_values, b_values_log,
+                                                   n_columns))
+                continue
+            a_terms = _terms_needed(cb / a_min[i], n_terms) if cb > 0.0 else 2
+            b_terms = _terms_needed(ca / b_min[j], n_terms) if ca > 0.0 else 2
+            total = 0.0
+            shared = 0
+            a_x, a_log, b_x, b_log = 0.0, 0.0, 0.0, 0.0
+            removed_a[:a_terms - 1] = 0.0
+            removed_b[:b_terms - 1] = 0.0
+            for q in range(b_start, b_stop):
+                p = position[b_indices[q]]
+                if p < 0:
+                    continue
+                x, y = a_values[p], b_values[q]
+                total += _term(x, y, a_values_log[p], b_values_log[q])
+                shared += 1
+                a_x += x
+                b_x += y
+                if cb > 0.0:  # the moments are read only then
+                    a_log += a_log2[p]
+                    _add_powers(removed_a, x, a_min[i], a_terms)
+                if ca > 0.0:
+                    b_log += b_log2[q]
+                    _add_powers(removed_b, y, b_min[j], b_terms)
+            total += _unshared_sum(a_stop - a_start - shared, cb, cb_log, a_min[i], a_sum[i] - a_x,
+                                   a_sum_log[i] - a_log, a_scaled[i], removed_a, a_terms)
+            total += _unshared_sum(b_stop - b_start - shared, ca, ca_log, b_min[j], b_sum[j] - b_x,
+                                   b_sum_log[j] - b_log, b_scaled[j], removed_b, b_terms)
+            total += (n_columns - (a_stop - a_start) - (b_stop - b_start) + shared) * _term(ca, cb, ca_log, cb_log)
+            out[i, j] = _clip_half(total)
+    return out
+
+
+# a cached kernel loads without numba's compiler start-up (0.3-0.5 s a process): see _kernel_cache
+load_cached_kernels_directly(globals())

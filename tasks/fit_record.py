@@ -1,0 +1,76 @@
+"""What a finished fit logs to its MLflow run, as plain values: params, tags, metrics and the
+training curve (its artifacts stay in their folder).
+
+Built once from the :class:`~topicbench.tasks.fit.ScoredFit` a fit sends back; the tracker logs
+it, and the spool (:mod:`topicbench.tasks.spool`) keeps it as JSON when the store cannot take it,
+so that a later run logs exactly what this one would have. Metric keys such as ``umass@10`` are
+stored as ``umass_top10`` (MLflow names cannot hold '@').
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+
+
+def tracked_name(key: str) -> str:
+    return key.replace("@", "_top")
+
+
+@dataclass(frozen=True)
+class FitRecord:
+    """A finished fit's run content.
+
+    Attributes
+    ----------
+    params : dict of str -> str
+        The model's resolved values as ``resolved.<name>``.
+    tags : dict of str -> str
+        Where it was fitted, the scoring time, skipped metrics, the kind of training loss.
+    metrics : dict of str -> float
+        Finite values only, under tracked names: fit time, topics used, peak memory, the output's
+        numeric extras and the scores.
+    curve : list of (int, float)
+        ``training_loss`` per recorded step (finite values).
+    label : str
+        The run's "model@corpus seed N", for messages.
+    """
+
+    params: dict
+    tags: dict
+    metrics: dict
+    curve: list = field(default_factory=list)
+    label: str = ""
+
+    @classmethod
+    def of(cls, fit, label: str = "") -> "FitRecord":
+        """The record of a :class:`~topicbench.tasks.fit.ScoredFit`."""
+        output = fit.output
+        params = {f"resolved.{k}"[:250]: str(v)[:6000] for k, v in fit.resolved.items()}
+        tags = {f"topicbench.fitted_on.{k}": str(v) for k, v in fit.fitted_on.items()}
+        tags["topicbench.scoring_seconds"] = f"{fit.scoring_seconds:.3f}"
+        metrics = {"fit_seconds": output.fit_seconds, "num_topics_used": output.n_topics}
+        if output.peak_memory_mb is not None:
+            metrics["peak_memory_mb"] = output.peak_memory_mb
+        extra = output.extra
+        metrics.update({k: v for k, v in extra.items() if isinstance(v, (int, float)) and not isinstance(v, bool)})
+        if "converged" in extra:
+            metrics["converged"] = float(extra["converged"])
+            tags["topicbench.training_loss_kind"] = str(extra.get("training_loss_kind", ""))
+        metrics.update(fit.scores)
+        if fit.skipped:
+            tags["topicbench.skipped_metrics"] = json.dumps(fit.skipped)[:4900]
+        finite = {tracked_name(k): float(v) for k, v in metrics.items() if v is not None and math.isfinite(float(v))}
+        losses, steps = extra.get("training_loss") or [], extra.get("training_steps") or []
+        curve = [(int(step), float(v)) for v, step in zip(losses, steps) if math.isfinite(float(v))]
+        return cls(params, tags, finite, curve, label)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=1)
+
+    @classmethod
+    def from_json(cls, text: str) -> "FitRecord":
+        data = json.loads(text)
+        data["curve"] = [(int(step), float(value)) for step, value in data.get("curve", [])]
+        return cls(**data)

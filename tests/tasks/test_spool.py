@@ -1,0 +1,93 @@
+"""The spool of fits that could not be logged, and the record a fit logs (tracked or spooled)."""
+
+from __future__ import annotations
+
+import math
+import socket
+from pathlib import Path
+
+import pytest
+
+from topicbench.tasks.artifacts import ArtifactFolder
+from topicbench.tasks.fit import OutputSummary, ScoredFit
+from topicbench.tasks.fit_record import FitRecord
+from topicbench.tasks.spool import SPOOL_VARIABLE, Spool, spool_root, store_name
+
+
+def scored_fit(artifacts: ArtifactFolder) -> ScoredFit:
+    extra = {"converged": True, "training_loss_kind": "perplexity", "training_loss": [3.0, float("nan"), 2.0],
+             "training_steps": [0, 1, 2], "setup_seconds": 0.5, "labels": "not a number"}
+    return ScoredFit(OutputSummary(1.25, 4, None, extra), {"alpha_": [0.1, 0.2]}, {"umass@5": -2.5, "npmi@5": float("nan")},
+                     {"c_v": "no reference"}, artifacts, {"host": "h", "pid": "7"}, 0.75)
+
+
+def artifact_folder(tmp_path: Path) -> ArtifactFolder:
+    folder = tmp_path / "topicbench-run-x"
+    (folder / "output").mkdir(parents=True)
+    (folder / "topics.json").write_text("[]")
+    (folder / "output" / "matrices.npz").write_bytes(b"\x00" * 100)
+    return ArtifactFolder(socket.gethostname(), str(folder))
+
+
+def test_a_fits_record_holds_what_its_run_logs(tmp_path):
+    record = FitRecord.of(scored_fit(artifact_folder(tmp_path)), "elda@tiny seed 0")
+    assert record.params == {"resolved.alpha_": "[0.1, 0.2]"}
+    assert record.metrics == {"fit_seconds": 1.25, "num_topics_used": 4.0, "converged": 1.0, "setup_seconds": 0.5,
+                              "umass_top5": -2.5}  # finite numbers only, '@' as '_top'
+    assert record.tags == {"topicbench.fitted_on.host": "h", "topicbench.fitted_on.pid": "7",
+                           "topicbench.scoring_seconds": "0.750", "topicbench.training_loss_kind": "perplexity",
+                           "topicbench.skipped_metrics": '{"c_v": "no reference"}'}
+    assert record.curve == [(0, 3.0), (2, 2.0)]
+    assert FitRecord.from_json(record.to_json()) == record
+
+
+def test_a_spooled_fit_is_kept_whole_and_removed_once_logged(tmp_path):
+    artifacts = artifact_folder(tmp_path)
+    record = FitRecord.of(scored_fit(artifacts), "elda@tiny seed 0")
+    spool = Spool(tmp_path / "spool" / "store" / "tiny")
+    assert spool.keys() == set()
+    entry = spool.put("key1", record, artifacts)
+    assert not Path(artifacts.path).exists()  # moved, not copied
+    assert spool.keys() == {"key1"} and spool.record("key1") == record
+    assert sorted(str(p.relative_to(spool.artifacts("key1"))) for p in spool.artifacts("key1").rglob("*")) == [
+        "output", "output/matrices.npz", "topics.json"]
+    assert entry == spool.folder / "key1"
+    spool.remove("key1")
+    assert not (tmp_path / "spool" / "store").exists()  # empty folders go with the last entry
+
+
+def test_artifacts_sent_as_files_from_another_host_are_spooled_too(tmp_path):
+    sent = ArtifactFolder("another-host", None, {"topics.json": b"[1]", "output/output.json": b"{}"})
+    spool = Spool(tmp_path / "spool")
+    spool.put("key2", FitRecord({}, {}, {"fit_seconds": 1.0}), sent)
+    assert (spool.artifacts("key2") / "output" / "output.json").read_bytes() == b"{}"
+
+
+def test_a_spool_entry_that_cannot_be_written_leaves_the_artifacts_where_they_were(tmp_path):
+    artifacts = artifact_folder(tmp_path)
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the spool's folder would be")
+    with pytest.raises(OSError):
+        Spool(blocked / "tiny").put("key3", FitRecord({}, {}, {}), artifacts)
+    assert (Path(artifacts.path) / "topics.json").is_file()
+
+
+def test_the_spool_of_a_store_is_named_by_the_store_and_the_experiment(tmp_path, monkeypatch):
+    monkeypatch.setenv(SPOOL_VARIABLE, str(tmp_path / "spools"))
+    assert spool_root() == tmp_path / "spools"
+    database = tmp_path / "results" / "mlflow.db"
+    monkeypatch.chdir(tmp_path)
+    # two spellings of one database share a spool; another store, or a server, has its own
+    assert store_name("sqlite:///results/mlflow.db") == store_name(f"sqlite:///{database}")
+    assert store_name("http://127.0.0.1:5000") != store_name("http://127.0.0.1:5001")
+    assert "secret" not in store_name("postgresql://lab:secret@db.example.org/mlflow")
+    assert Spool.of("http://127.0.0.1:5000", "my experiment").folder.name == "my_experiment"
+    monkeypatch.delenv(SPOOL_VARIABLE)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    assert spool_root() == tmp_path / "state" / "topicbench" / "spool"
+
+
+def test_nan_never_reaches_the_record():
+    record = FitRecord.of(ScoredFit(OutputSummary(float("inf"), 2, float("nan"), {}), {}, {}, {},
+                                    ArtifactFolder("h", None)))
+    assert all(math.isfinite(value) for value in record.metrics.values()) and "fit_seconds" not in record.metrics
