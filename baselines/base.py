@@ -63,6 +63,9 @@ class TopicModel(abc.ABC):
         Whether the same seed gives an identical output (asserted by the contract test).
     supports_transform : bool
         Whether :meth:`transform` can infer p(topic | document) for new documents.
+    assigns_token_topics : bool
+        Whether the output holds a topic per token (``output.token_topics``), which the posterior
+        metrics need; a search refuses such an objective for a model without them before any fit.
     uses_document_embeddings : bool
         Whether ``fit`` reads sentence embeddings of the documents (through
         :func:`topicbench.baselines.embeddings.document_embeddings`, from the model named by the
@@ -78,6 +81,7 @@ class TopicModel(abc.ABC):
     defaults: dict = {}
     reproducible: bool = True
     supports_transform: bool = False
+    assigns_token_topics: bool = False
     uses_document_embeddings: bool = False
     #: Values other than the default's type that a setting also takes, e.g. ``{"alpha": ("auto",)}``.
     setting_alternatives: dict = {}

@@ -55,6 +55,7 @@ class ELDAModel(TopicModel):
     """
 
     name = "elda"
+    assigns_token_topics = True
     defaults = {
         "kappa": 2.0,
         "generator": DEFAULT_GENERATOR,

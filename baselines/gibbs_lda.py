@@ -72,6 +72,7 @@ class GibbsLDA(TopicModel):
     """
 
     name = "gibbs_lda"
+    assigns_token_topics = True
     defaults = {
         "alpha": 1.0,
         "optimize_alpha": False,

@@ -115,7 +115,7 @@ class OneStandardErrorChoice:
 
 
 def one_standard_error_choice(points, *, higher_is_better: bool, complexity: Callable | None = None,
-                              dimension_names=None) -> OneStandardErrorChoice:
+                              dimension_names=None, log_messages: bool = True) -> OneStandardErrorChoice:
     """Pick the simplest point whose mean score is within one standard error of the best mean.
 
     Parameters
@@ -132,6 +132,8 @@ def one_standard_error_choice(points, *, higher_is_better: bool, complexity: Cal
     dimension_names : sequence of str, optional
         Names of a tuple point's dimensions, for the edge messages (default "K" for a number,
         "dimension 0", "dimension 1", … for a tuple; a mapping's keys).
+    log_messages : bool
+        Log the result's messages as warnings (off where the caller shows them itself).
 
     Returns
     -------
@@ -153,7 +155,7 @@ def one_standard_error_choice(points, *, higher_is_better: bool, complexity: Cal
     choice_edges = _edges(choice.point, [s.point for s in summaries], names)
     best_edges = _edges(best.point, [s.point for s in summaries], names)
     messages = _messages(summaries, choice, best, rule_applied, choice_edges, best_edges)
-    for message in messages:
+    for message in messages if log_messages else ():
         logger.warning(message)
     return OneStandardErrorChoice(
         choice=choice.point, best=best.point, threshold=float(threshold), higher_is_better=bool(higher_is_better),

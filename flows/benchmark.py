@@ -144,18 +144,12 @@ def _fit_score_and_track(config: BenchmarkConfig, tracker: Tracker, parent: str,
     """The benchmark's body: claim the runs, fit them concurrently, score and log each as it ends,
     then wait for those held elsewhere."""
     log = get_run_logger()
-    splits = {spec.name: _splits(load_corpus(spec)) for spec in config.corpora}
+    splits = {spec.name: corpus_splits(load_corpus(spec)) for spec in config.corpora}
     jobs = [
         Job(spec, splits[spec.name][0], model, seed, config)
         for spec in config.corpora for model in config.models for seed in config.seeds
     ]
-    claims = tracker.claim_jobs(parent, jobs)
-    finished, held, todo = _sort_claims(jobs, claims, log)
-    with live_progress(len(todo), log) as progress, listening(progress):
-        _run_claimed(todo, claims, config, tracker, splits, progress, log, ledger)
-        done_elsewhere = _wait_for_others(held, parent, config, tracker, splits, progress, log, ledger)
-    if ledger.store_gone is not None:
-        raise TrackingError(store_gone_message(config.tracking_uri, ledger))
+    finished, done_elsewhere = fit_jobs(jobs, config, tracker, parent, splits, ledger, log)
     summary = {
         "experiment": config.experiment, "runs": len(jobs), "skipped_finished": len(finished),
         "claimed_elsewhere": [f"{job.label}: fitted by another process" for job in done_elsewhere],
@@ -166,6 +160,22 @@ def _fit_score_and_track(config: BenchmarkConfig, tracker: Tracker, parent: str,
         return Failed(message=f"{len(ledger.failed)} of {len(ledger.logged) + len(ledger.failed)} runs failed: "
                       + "; ".join(ledger.failed), data=summary)
     return summary
+
+
+def fit_jobs(jobs: list, config: BenchmarkConfig, tracker: Tracker, parent: str, splits: dict, ledger: Ledger,
+             log) -> tuple:
+    """Claim ``jobs`` under ``parent``, fit and log those this process won (with the live progress
+    display), then wait for those other processes hold. Returns (jobs finished before, jobs
+    another process finished); raises :class:`TrackingError` when the store went away.
+    ``splits`` maps each corpus name to its (fitting corpus, held-out corpus or None)."""
+    claims = tracker.claim_jobs(parent, jobs)
+    finished, held, todo = _sort_claims(jobs, claims, log)
+    with live_progress(len(todo), log) as progress, listening(progress):
+        _run_claimed(todo, claims, config, tracker, splits, progress, log, ledger)
+        done_elsewhere = _wait_for_others(held, parent, config, tracker, splits, progress, log, ledger)
+    if ledger.store_gone is not None:
+        raise TrackingError(store_gone_message(config.tracking_uri, ledger))
+    return finished, done_elsewhere
 
 
 def _run_claimed(todo: list, claims: dict, config, tracker: Tracker, splits: dict, progress, log, ledger: Ledger):
@@ -420,7 +430,7 @@ def _embed_documents_once(jobs) -> dict:
     return tasks
 
 
-def _splits(corpus: Corpus):
+def corpus_splits(corpus: Corpus):
     """(fitting corpus, held-out corpus or None): OCTIS 'test' documents are held out when present."""
     if corpus.partitions is not None and "test" in corpus.partitions and "train" in corpus.partitions:
         return corpus.split("train"), corpus.split("test")

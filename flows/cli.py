@@ -20,7 +20,11 @@ from topicbench.flows.checks import (
     DEFAULT_CONNECT_TIMEOUT, check_output_file, check_output_folder, check_port_free, check_prefect_environment,
     check_scheduler_reachable, experiment_name, integer_at_least, integer_in, number_in, port_number,
 )
-from topicbench.flows.config import DEFAULT_TRACKING_DATABASE, DEFAULT_TRACKING_URI
+from topicbench.flows.cli_search import add_search_command
+from topicbench.flows.cli_common import (
+    check_services, config_from_command_line, hide_library_tracebacks as _hide_library_tracebacks, llm_arguments as _llm_arguments, llm_block as llm_block, check_llm_endpoint as _check_llm_endpoint, connect_timeout_argument as _connect_timeout_argument, default_report_folder as _default_report_folder, tracking_uri as _tracking_uri, config_tracking_uri as _config_tracking_uri, minutes as _minutes,
+)
+from topicbench.flows.config import DEFAULT_TRACKING_URI
 from topicbench.flows.console import configure_console, quiet_worker_consoles
 from topicbench.flows.data import DOWNLOAD_DEADLINE_SECONDS, DOWNLOAD_TIMEOUT_SECONDS
 from topicbench.flows.runtime import prefect_defaults
@@ -39,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
                         _add_paper_command, _add_data_command, _add_ui_command, _add_compile_command,
                         _add_schema_command, _add_judge_command):
         add_command(commands)
+    add_search_command(commands)
     return parser
 
 
@@ -221,98 +226,17 @@ def _add_judge_command(commands) -> None:
     calibrate.set_defaults(handler=run_judge_calibrate_command)
 
 
-def _llm_arguments(parser) -> None:
-    parser.add_argument("--llm-base-url", metavar="URL", help="an OpenAI-compatible endpoint for the LLM metrics "
-                        "(e.g. http://127.0.0.1:8080/v1); overrides the config's llm.base_url")
-    parser.add_argument("--llm-model", metavar="NAME", help="the model at that endpoint; overrides llm.model")
-    parser.add_argument("--llm-api-key-env", metavar="VARIABLE",
-                        help="the environment variable holding the endpoint's key (the key itself is never given or logged)")
-
-
-def _config_with_llm_flags(args):
-    """The config of ``args.config`` (or the built-in one) with the --llm-* flags over its llm:
-    block, applied before it is checked (its LLM metrics need the endpoint the flags give)."""
-    from topicbench.flows.config import BenchmarkConfig, default_config
-    from topicbench.flows.config_file import read_yaml_config
-
-    if not args.config:
-        config = default_config()
-        llm = llm_block(args, None)
-        return config.replace(llm=llm) if llm is not None else config
-    data = read_yaml_config(args.config)
-    configured = data.get("llm")
-    llm = llm_block(args, configured if isinstance(configured, dict) else None)
-    if llm is not None:
-        data["llm"] = llm
-    return BenchmarkConfig.from_dict(data, where=str(args.config))
-
-
-def llm_block(args, configured: dict | None) -> dict | None:
-    """The config's ``llm`` block with the command line's --llm-* flags over it (None when neither
-    gives one); base URL and model must both be known."""
-    given = {key: value for key, value in (("base_url", args.llm_base_url), ("model", args.llm_model),
-                                           ("api_key_env", args.llm_api_key_env)) if value}
-    if not given:
-        return configured
-    block = {**(configured or {}), **given}
-    missing = [flag for flag, key in (("--llm-base-url", "base_url"), ("--llm-model", "model")) if key not in block]
-    if missing:
-        raise InputError(f"{missing[0]} is needed too: an LLM endpoint is a base URL and a model")
-    return block
-
-
-def _check_llm_endpoint(endpoint) -> None:
-    from topicbench.tasks.llm_judge import check_endpoint
-
-    check_endpoint(endpoint)
-
-
-def _connect_timeout_argument(parser) -> None:
-    parser.add_argument(
-        "--connect-timeout", type=number_in(0, low_open=True), default=DEFAULT_CONNECT_TIMEOUT, metavar="SECONDS",
-        help=f"how long to wait for --scheduler to answer before giving up (default: {DEFAULT_CONNECT_TIMEOUT:g})",
-    )
-
-
-def _default_report_folder(experiment: str) -> Path:
-    from topicbench.flows.report import default_report_folder
-
-    return default_report_folder(experiment)
-
-
-def _tracking_uri(value: str | None) -> str:
-    """The given URI, or the default sqlite database under ./results/ as an absolute path."""
-    if value:
-        return value
-    return "sqlite:///" + str(Path.cwd() / DEFAULT_TRACKING_DATABASE)
-
-
 def run_benchmark_command(args) -> int:
     from topicbench.flows.benchmark import run_benchmark
-    from topicbench.tasks.tracking import check_tracking_uri
 
     _hide_library_tracebacks(args.verbose)
 
-    config = _config_with_llm_flags(args)
-    overrides = {"tracking_uri": _config_tracking_uri(args.tracking_uri, config, from_file=bool(args.config))}
-    if args.experiment:
-        overrides["experiment"] = args.experiment
-    if args.workers:
-        overrides["workers"] = args.workers
-    if args.scheduler:
-        overrides["scheduler"] = args.scheduler
-    if args.seeds:
-        overrides["seeds"] = args.seeds
-    config = config.replace(**overrides)
+    config = config_from_command_line(args)
     # everything that can fail without running anything fails now
     out = args.out or str(_default_report_folder(config.experiment))
     if not args.no_report:
         check_output_folder(out, "--out (the report folder)")
-    if config.scheduler:
-        check_scheduler_reachable(config.scheduler, args.connect_timeout)
-    check_tracking_uri(config.tracking_uri)
-    if config.llm_metrics():
-        _check_llm_endpoint(config.llm_settings()[0])
+    check_services(config, args.connect_timeout)
 
     started = time.perf_counter()
     state = run_benchmark(config)
@@ -328,14 +252,6 @@ def run_benchmark_command(args) -> int:
         print(f"topicbench: error: {state.message}", file=sys.stderr)
         return 1
     return 0
-
-
-def _config_tracking_uri(given: str | None, config, from_file: bool) -> str:
-    """The tracking URI a command uses: the one given, else the config file's own, else the default
-    database under ./results/ (as an absolute path)."""
-    if given or not from_file or config.tracking_uri == DEFAULT_TRACKING_URI:
-        return _tracking_uri(given)
-    return config.tracking_uri
 
 
 def run_serve_command(args) -> int:
@@ -379,10 +295,6 @@ def _runs_summary(summary: dict) -> str:
             + (f" ({len(from_spool)} of them from the spool, not refitted)" if from_spool else "")
             + f", {summary['skipped_finished']} already finished (skipped)"
             + (f", {len(elsewhere)} fitted by another process" if elsewhere else ""))
-
-
-def _minutes(seconds: float) -> str:
-    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
 
 
 def summary_line(report_path: str | None, tracking_uri: str) -> str:
@@ -692,29 +604,6 @@ def format_summary(solution, top: int, top_words: int) -> str:
     for record in table[:top]:
         lines.append(f"  [{record['label']}] {record['documents']} docs: {' '.join(record['top_words'])}")
     return "\n".join(lines)
-
-
-class _WithoutTraceback(logging.Filter):
-    """Keeps a log record's message and drops its traceback."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        record.exc_info = record.exc_text = None
-        return True
-
-
-def _hide_library_tracebacks(verbose: bool) -> None:
-    """Prefect logs a failed task's or flow's traceback; the command's last line already names the
-    cause, so without -v the logs keep only the message. Call after Prefect is imported (it sets up
-    its logging handlers then)."""
-    if verbose:
-        return
-    loggers = [logging.getLogger()] + [
-        logger_ for name, logger_ in logging.Logger.manager.loggerDict.items()
-        if isinstance(logger_, logging.Logger) and name.startswith("prefect")
-    ]
-    for handler in {handler for logger_ in loggers for handler in logger_.handlers}:
-        if not any(isinstance(f, _WithoutTraceback) for f in handler.filters):
-            handler.addFilter(_WithoutTraceback())
 
 
 def _user_errors() -> tuple:

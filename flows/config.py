@@ -151,6 +151,9 @@ class BenchmarkConfig:
     llm : dict or None
         The OpenAI-compatible endpoint the LLM metrics ask, and how
         (:data:`topicbench.tasks.llm_judge.LLM_SCHEMA`); needed by ``llm_rating`` and ``llm_intrusion``.
+    search : dict or None
+        What ``topicbench search`` searches (:data:`topicbench.flows.search_plan.SEARCH_SCHEMA`):
+        each model's space, the objectives, the sampler; ``topicbench run`` fits the models as given.
     """
 
     experiment: str = "topicbench"
@@ -164,6 +167,7 @@ class BenchmarkConfig:
     scheduler: str | None = None
     report_sections: tuple | None = None
     llm: dict | None = None
+    search: dict | None = None
 
     @classmethod
     def from_yaml(cls, path) -> "BenchmarkConfig":
@@ -264,11 +268,12 @@ class BenchmarkConfig:
         return json.loads(json.dumps(asdict(self)))
 
     def fingerprint(self) -> str:
-        """SHA-256 of the canonical JSON of the whole config (without an unset ``llm``, so that
-        configs written before it existed keep their fingerprints)."""
+        """SHA-256 of the canonical JSON of the whole config (without an unset ``llm`` or
+        ``search``, so that configs written before they existed keep their fingerprints)."""
         data = self.to_dict()
-        if data.get("llm") is None:
-            data.pop("llm", None)
+        for optional in ("llm", "search"):
+            if data.get(optional) is None:
+                data.pop(optional, None)
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
     def replace(self, **changes) -> "BenchmarkConfig":

@@ -36,6 +36,7 @@ def config_schema(model_names=None, *, plugins: bool = True) -> dict:
     from topicbench.baselines.registry import MODELS
     from topicbench.core.metrics.registry import METRICS
     from topicbench.flows.report import REPORT_SECTIONS
+    from topicbench.flows.search_plan import SEARCH_SCHEMA
     from topicbench.tasks.llm_judge import LLM_SCHEMA
 
     names = sorted(MODELS.names() if plugins else MODELS.builtin_names())
@@ -66,6 +67,7 @@ def config_schema(model_names=None, *, plugins: bool = True) -> dict:
                 "items": {"title": "report section", "enum": sorted(REPORT_SECTIONS.names())},
             },
             "llm": {"anyOf": [LLM_SCHEMA, {"type": "null"}]},
+            "search": {"anyOf": [SEARCH_SCHEMA, {"type": "null"}]},
         },
         "$defs": {"corpus": _corpus_schema(), "model": _model_schema(MODELS, names, detailed, metric_name)},
     }

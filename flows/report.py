@@ -1,6 +1,7 @@
 """The report flow: tracked runs of one experiment -> results/<experiment>/report.{md,html}.
 
-collect (the run table and the benchmark's config) -> build the sections the config names (pure)
+collect (the run table, the benchmark's config and, when the report shows it, each model's stability
+across seeds from the runs' outputs) -> build the sections the config names (pure)
 -> write the plots, the Markdown and the HTML. Every report goes through here: ``topicbench run``,
 ``topicbench report`` and ``topicbench paper``.
 """
@@ -12,7 +13,7 @@ from pathlib import Path
 from prefect import flow
 
 from topicbench.core.io import file_name_for
-from topicbench.tasks.report import collect_config_task, collect_runs, write_report_task
+from topicbench.tasks.report import collect_config_task, collect_runs, collect_stability_task, write_report_task
 from topicbench.tasks.report_sections import DEFAULT_REPORT_SECTIONS, REPORT_SECTIONS, ReportData, build_report
 
 # The paper's sections (our figures beside the paper's) sit with the paper's figures in
@@ -68,8 +69,11 @@ def report(experiment: str, tracking_uri: str, folder: str | None = None, comman
     """
     runs = collect_runs(tracking_uri, experiment)
     config = collect_config_task(tracking_uri, experiment)
+    sections = report_sections(config, sections)
     folder = folder or str(default_report_folder(experiment))
     command = command or f"topicbench report --experiment {experiment} --tracking-uri {tracking_uri}"
+    # the runs' outputs are read only for a report that shows their stability (a download per run)
+    stability = collect_stability_task(tracking_uri, runs) if "stability" in sections else None
     data = ReportData(runs=runs, experiment=experiment, command=command, config=config, notes=notes,
-                      calibration=_judge_calibration(tracking_uri, config, runs))
-    return write_report_task(build_report(data, report_sections(config, sections)), data, folder)
+                      calibration=_judge_calibration(tracking_uri, config, runs), stability=stability)
+    return write_report_task(build_report(data, sections), data, folder)

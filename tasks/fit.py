@@ -19,7 +19,7 @@ from topicbench.core.output import TopicModelOutput
 from topicbench.core.metrics.scoring import score
 from topicbench.core.threads import worker_threads
 from topicbench.tasks.artifacts import ArtifactFolder
-from topicbench.tasks.metrics import process_metric_context
+from topicbench.tasks.metrics import process_metric_context_built
 from topicbench.tasks.progress import fit_progress
 
 #: The artifact holding every question an LLM metric asked of a run, one JSON record a line.
@@ -92,6 +92,9 @@ class ScoredFit:
         :func:`fit_location`.
     scoring_seconds : float
         Time spent scoring (the metric context's first build included).
+    context_built : bool
+        Whether this scoring built the corpus's metric context (its counts), or reused this
+        process's (:func:`~topicbench.tasks.metrics.process_metric_context`).
     """
 
     output: OutputSummary
@@ -101,6 +104,7 @@ class ScoredFit:
     artifacts: ArtifactFolder
     fitted_on: dict = field(default_factory=dict)
     scoring_seconds: float = 0.0
+    context_built: bool = False
 
 
 @task(name="fit_model_and_score", retries=0, cache_policy=NONE)
@@ -122,7 +126,8 @@ def fit_and_score(
     fitted = fit_model.fn(corpus, model, num_topics, settings, seed, heldout, label)
     started = time.perf_counter()
     with worker_threads():
-        context, lock = process_metric_context(corpus, context_metrics, top_n, heldout, llm=llm, llm_budget=llm_budget)
+        context, lock, context_built = process_metric_context_built(corpus, context_metrics, top_n, heldout, llm=llm,
+                                                                    llm_budget=llm_budget)
         with lock:
             try:
                 scores, skipped = score(fitted.output, context, metrics, seed=seed, heldout_theta=fitted.heldout_theta)
@@ -136,7 +141,8 @@ def fit_and_score(
         summary.extra.update(usage_of(records, llm[0]))
         extra[LLM_RECORDS] = "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
     artifacts = ArtifactFolder.write(fitted.output, flow_host, extra)
-    return ScoredFit(summary, fitted.resolved, scores, skipped, artifacts, fitted.fitted_on, scoring_seconds)
+    return ScoredFit(summary, fitted.resolved, scores, skipped, artifacts, fitted.fitted_on, scoring_seconds,
+                     context_built)
 
 
 def fit_location() -> dict:

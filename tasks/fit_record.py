@@ -14,6 +14,10 @@ import math
 from dataclasses import asdict, dataclass, field
 
 
+#: Whether a fit's scoring built the corpus's metric context ("built") or reused it ("reused").
+METRIC_CONTEXT_TAG = "topicbench.metric_context"
+
+
 def tracked_name(key: str) -> str:
     return key.replace("@", "_top")
 
@@ -50,6 +54,8 @@ class FitRecord:
         params = {f"resolved.{k}"[:250]: str(v)[:6000] for k, v in fit.resolved.items()}
         tags = {f"topicbench.fitted_on.{k}": str(v) for k, v in fit.fitted_on.items()}
         tags["topicbench.scoring_seconds"] = f"{fit.scoring_seconds:.3f}"
+        # the shared work a search counts: this scoring built the corpus's counts, or reused them
+        tags[METRIC_CONTEXT_TAG] = "built" if fit.context_built else "reused"
         metrics = {"fit_seconds": output.fit_seconds, "num_topics_used": output.n_topics}
         if output.peak_memory_mb is not None:
             metrics["peak_memory_mb"] = output.peak_memory_mb

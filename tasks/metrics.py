@@ -55,14 +55,23 @@ def process_metric_context(corpus: Corpus, metrics, top_n, heldout: Corpus | Non
     Keyed by the corpus's and the held-out corpus's fingerprints and the metric settings (the N
     grid, and whether word vectors are wanted), so every output of one corpus shares its counts.
     """
+    context, lock, _ = process_metric_context_built(corpus, metrics, top_n, heldout, llm=llm, llm_budget=llm_budget)
+    return context, lock
+
+
+def process_metric_context_built(corpus: Corpus, metrics, top_n, heldout: Corpus | None = None, *, llm=None,
+                                 llm_budget: str | None = None):
+    """:func:`process_metric_context`, and whether this call built the context (True) or found
+    it (False): a search counts how often its shared work was done."""
     wants_vectors = any("word_vectors" in METRICS.get(name).needs for name in metrics)
     key = (corpus.fingerprint(), heldout.fingerprint() if heldout is not None else None,
            repr(MetricSettings(top_n=tuple(top_n))), wants_vectors, repr(llm), llm_budget)
     with _contexts_lock:
-        if key not in _contexts:
+        built = key not in _contexts
+        if built:
             _contexts[key] = (build_metric_context(corpus, metrics, top_n, heldout, llm=llm, llm_budget=llm_budget),
                               threading.Lock())
             while len(_contexts) > CONTEXTS_KEPT:
                 _contexts.popitem(last=False)
         _contexts.move_to_end(key)
-        return _contexts[key]
+        return (*_contexts[key], built)

@@ -1,6 +1,7 @@
 """Reports from tracked runs, as a pipeline: collect (MLflow -> one run table and the benchmark's
-config), build (pure: :mod:`report_sections` from :mod:`report_tables` and :mod:`report_statistics`),
-write (the plots of :mod:`report_plots`, then Markdown and HTML from :mod:`report_render`).
+config, and each model's stability across seeds by :mod:`report_stability`), build (pure:
+:mod:`report_sections` from :mod:`report_tables` and :mod:`report_statistics`), write (the plots
+of :mod:`report_plots`, then Markdown and HTML from :mod:`report_render`).
 
 This module holds the two ends with side effects: reading the tracking store and writing files."""
 
@@ -20,6 +21,7 @@ from topicbench.core.validation import InputError
 from .report_plots import write_plots
 from .report_render import render_html, render_markdown
 from .report_sections import Report, ReportData
+from .report_stability import StabilityFindings, collect_stability
 from .tracking import FIT_ROLE, PARENT_ROLE, TrackingError, check_tracking_uri, score_key
 
 logger = logging.getLogger(__name__)
@@ -132,6 +134,11 @@ def write_report(report: Report, data: ReportData, folder) -> dict:
 @task(name="collect_config", cache_policy=NONE)
 def collect_config_task(tracking_uri: str, experiment: str) -> dict | None:
     return collect_config(tracking_uri, experiment)
+
+
+@task(name="collect_stability", cache_policy=NONE)
+def collect_stability_task(tracking_uri: str, runs: pd.DataFrame) -> StabilityFindings:
+    return collect_stability(tracking_uri, runs)
 
 
 @task(name="write_report", cache_policy=NONE)

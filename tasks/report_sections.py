@@ -20,6 +20,7 @@ from topicbench.core.io import file_name_for
 from topicbench.core.registry import Registry
 
 from . import report_plots as plots
+from .report_stability import StabilityFindings, stability_remarks, stability_tables
 from .report_statistics import ranking_agreement, set1_table
 from .report_tables import (
     FINISHED, ReportTable, changed_settings_table, elda_topics, metric_pivot, pair_order, run_status, training_table,
@@ -31,7 +32,7 @@ REPORT_SECTIONS = Registry("report section")
 #: The sections of an ordinary benchmark's report, in order.
 DEFAULT_REPORT_SECTIONS = (
     "changed_settings", "notes", "set1", "coherence", "llm_judged", "diversity", "training", "fit_time", "robustness",
-    "elda_topics", "failed_runs",
+    "stability", "elda_topics", "failed_runs",
 )
 
 #: The N at which tables compare models (the coherence plots show every N).
@@ -87,6 +88,9 @@ class ReportData:
     calibration : dict or None
         The latest calibration against people of the LLM that judged the runs
         (:func:`topicbench.flows.judge.latest_calibration`), None when there is none.
+    stability : StabilityFindings or None
+        Each model's stability across seeds, read from the runs' outputs
+        (:func:`topicbench.tasks.report_stability.collect_stability`); None when not collected.
     """
 
     runs: pd.DataFrame
@@ -95,6 +99,7 @@ class ReportData:
     config: dict | None = None
     notes: str = ""
     calibration: dict | None = None
+    stability: StabilityFindings | None = None
     generated: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.timezone.utc))
 
     @property
@@ -290,6 +295,30 @@ def robustness_section(data: ReportData) -> Section:
         "of topics each model uses is in the fit table above.",
         ranking_agreement(data.runs, TABLE_N, data.corpora),
     ))
+
+
+STABILITY_TEXT = (
+    "The topics of each pair of seeds are matched one to one (Hungarian algorithm) on 1 − the Jensen-Shannon distance "
+    "of their word distributions (1: the same topic): the matched similarity is the mean over the larger run's topics "
+    "(a topic left without a partner counts 0), a topic reappears when its match reaches 0.5, and the top-10 RBO is "
+    "the same matching on the rank-biased overlap of the top 10 words; mean ± sd over the pairs of seeds. The chance "
+    "level is what the first two seeds reach with the words of each of the second one's topics shuffled (mean of 10 "
+    "shuffles), the level of unrelated topics of the same shapes."
+)
+
+
+@register_section("stability")
+def stability_section(data: ReportData) -> Section | None:
+    """Each model's stability across seeds, a table per corpus, then the models it could not be
+    measured for; None when the flow did not read the runs' outputs."""
+    if data.stability is None:
+        return None
+    tables = stability_tables(data.stability, data.corpora, data.models)
+    remarks = stability_remarks(data.stability)
+    if not tables and not remarks:
+        return None
+    return Section("Stability across seeds: do other seeds find the same topics?",
+                   (*((STABILITY_TEXT,) if tables else ()), *tables, *remarks))
 
 
 @register_section("elda_topics")

@@ -49,7 +49,7 @@ __all__ = [  # the store's checks are re-exported: commands and tests import the
     "TrackingError", "check_tracking_uri", "sqlite_path", "tracking_store_exists", "tracked_name", "Tracker",
 ]
 
-PARENT_ROLE, FIT_ROLE = "benchmark", "fit"
+PARENT_ROLE, FIT_ROLE, STUDY_ROLE = "benchmark", "fit", "search"
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 # on a tracking server MLflow's client prints a "View run ... at: URL" line per ended run (two
 # lines a run on the console); the report and the summary line already say where the runs are
@@ -329,6 +329,50 @@ class Tracker:
         }))
         self._log_json(run_id, config.to_dict(), "config.json")
         return run_id
+
+    def open_study_parent(self, config, study: str) -> str:
+        """The one parent run of search ``study``: created on its first run, reopened (RUNNING,
+        owned by this process) on every later one, so that every trial of the study, however
+        often it was resumed, is a nested run of one parent. Raises :class:`TrackingError` when a
+        live process holds it (that search is running now)."""
+        with store_lock(self.tracking_uri):
+            self.kill_stale_runs()
+            found = self.client.search_runs(
+                [self.experiment_id], f"tags.`topicbench.role` = '{STUDY_ROLE}' and tags.`topicbench.study` = '{study}'",
+                max_results=1, order_by=["attributes.start_time ASC"],
+            )
+            if not found:
+                run = self.client.create_run(self.experiment_id, run_name=f"{study}-search", tags={
+                    "topicbench.role": STUDY_ROLE, "topicbench.study": study, "experiment": config.experiment,
+                    **self._liveness_tags()})
+                run_id = run.info.run_id
+            else:
+                run = found[0]
+                run_id = run.info.run_id
+                if run.info.status == "RUNNING":
+                    holder = Owner.from_tags(run.data.tags)
+                    if holder != self.owner:
+                        raise TrackingError(f"search {study!r} is running in another process ({holder}); "
+                                            "wait for it, or stop it (its trials are resumed by the next run)")
+                self.client.update_run(run_id, status="RUNNING")
+                self._set_tags(run_id, self._liveness_tags())
+                for stale_tag in (END_REASON, ERROR_TAG):  # why it stopped last time, no longer true
+                    if stale_tag in run.data.tags:
+                        self.client.delete_tag(run_id, stale_tag)
+        self.parent_id = run_id
+        self.open_runs.add(run_id)
+        self._log_json(run_id, config.to_dict(), "config.json")
+        return run_id
+
+    def finished_runs(self, keys) -> dict:
+        """{run key: the newest FINISHED fit run of that key} for ``keys`` (one search of the
+        experiment)."""
+        wanted = set(keys)
+        runs = self.client.search_runs(
+            [self.experiment_id], f"tags.`topicbench.role` = '{FIT_ROLE}' and attributes.status = 'FINISHED'",
+            max_results=50_000, order_by=["attributes.start_time ASC"],
+        )
+        return {run.data.tags.get(RUN_KEY): run for run in runs if run.data.tags.get(RUN_KEY) in wanted}
 
     def close_parent(self, run_id: str, summary: dict, failed: list) -> None:
         self._log_json(run_id, summary, "summary.json")

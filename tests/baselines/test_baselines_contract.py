@@ -79,6 +79,8 @@ def check_output(output: TopicModelOutput, model: TopicModel, corpus, seed: int)
     for key, value in model.settings.items():
         assert output.settings[key] == value
     assert all(key in model.defaults or key.endswith("_") for key in output.settings)
+    # the class says what its outputs hold (a search refuses posterior objectives by it, unfitted)
+    assert type(model).assigns_token_topics == (output.token_topics is not None)
     if model.name in TOKEN_ASSIGNING_MODELS or output.token_topics is not None:
         tokens = output.token_topics
         assert tokens is not None and tokens.shape == (corpus.n_tokens,)

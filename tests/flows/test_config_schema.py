@@ -138,3 +138,21 @@ def test_a_config_with_a_byte_order_mark_reads(tmp_path):
     path = tmp_path / "bom.yaml"
     path.write_bytes("\ufeffexperiment: bom\nmodels: [{model: elda}]\n".encode("utf-8"))
     assert BenchmarkConfig.from_yaml(path).experiment == "bom"
+
+
+EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=[path.name for path in EXAMPLES])
+def test_every_example_config_passes_every_check(example):
+    """The configs the README points at are checked as a run would check them (an LLM example with
+    the endpoint its command line gives; a search example's search block too)."""
+    from topicbench.flows.config_file import read_yaml_config
+    from topicbench.flows.search_plan import SearchPlan
+
+    data = read_yaml_config(example)
+    if "llm" in data and "base_url" not in data["llm"]:
+        data["llm"] = {**data["llm"], "base_url": "http://127.0.0.1:8080/v1", "model": "any"}
+    config = BenchmarkConfig.from_dict(data, where=example.name)
+    if config.search is not None:
+        assert SearchPlan.from_config(config).objectives

@@ -208,11 +208,11 @@ SLOW_MODELS = (
 )
 
 
-def wait_for_fit_claims(database: Path, process, count: int, seconds: float = 900) -> None:
-    """Wait until ``count`` nested runs are RUNNING in the sqlite store (read with sqlite3, so as not
-    to race the process's creation of the database)."""
+def wait_for_fit_claims(database: Path, process, count: int, seconds: float = 900, status: str = "RUNNING") -> None:
+    """Wait until ``count`` nested runs are ``status`` in the sqlite store (read with sqlite3, so as
+    not to race the process's creation of the database)."""
     query = ("SELECT count(*) FROM runs r JOIN tags t ON t.run_uuid = r.run_uuid "
-             "WHERE t.key = 'topicbench.role' AND t.value = 'fit' AND r.status = 'RUNNING'")
+             f"WHERE t.key = 'topicbench.role' AND t.value = 'fit' AND r.status = '{status}'")
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         assert process.poll() is None, process.communicate()[0][-3000:]

@@ -122,3 +122,22 @@ def test_html_report_renders_tables_and_images_in_a_browser(tracked, tmp_path):
     assert tables >= 5 and all(r >= 2 for r in rows)
     assert len(images) >= 2 and all(i["ok"] and i["w"] > 100 for i in images)
     assert any("Robustness" in h for h in headings)
+
+
+def test_report_shows_each_models_stability_across_its_seeds_above_chance(tracked, tmp_path):
+    from topicbench.tasks.report import collect_runs
+    from topicbench.tasks.report_stability import collect_stability
+
+    findings = collect_stability(tracked, collect_runs.fn(tracked, "report-test"))
+    rows = findings.table.set_index("model")
+    assert sorted(rows.index) == ["elda", "gensim_lda", "gibbs_lda", "gibbs_sparse"]
+    for model, row in rows.iterrows():  # two seeds of one corpus: one pair, and its chance level
+        assert (row.seeds, row.pairs) == (2, 1), model
+        assert row.jensen_shannon_chance < row.jensen_shannon_mean <= 1.0 + 1e-12, model
+    assert not (findings.one_seed or findings.unreadable or findings.not_compared)
+
+    report("report-test", tracked, str(tmp_path / "out"))
+    text = (tmp_path / "out" / "report.md").read_text()
+    assert text.index("## Robustness") < text.index("## Stability across seeds") < text.index("## E-LDA's topics")
+    section = text[text.index("## Stability across seeds"):text.index("## E-LDA's topics")]
+    assert "**toy**" in section and all(f"| {model} | 2 |" in section for model in rows.index)

@@ -264,7 +264,7 @@ def test_runs_another_process_holds_are_waited_for_and_claimed_again_if_it_stops
     them: those then ended KILLED and nothing finished them. Now the run waits for them after its
     own, and claims again and fits those whose holder stops without finishing them."""
     from topicbench.flows import benchmark as benchmark_module
-    from topicbench.flows.benchmark import Job, _splits, run_benchmark
+    from topicbench.flows.benchmark import Job, corpus_splits, run_benchmark
     from topicbench.flows.config import BenchmarkConfig
     from topicbench.tasks.corpus import load_corpus
 
@@ -276,7 +276,7 @@ def test_runs_another_process_holds_are_waited_for_and_claimed_again_if_it_stops
         "metrics": ["umass"], "top_n": [5], "tracking_uri": store,
     })
     spec = config.corpora[0]
-    held = Job(spec, _splits(load_corpus.fn(spec))[0], config.models[0], 1, config)
+    held = Job(spec, corpus_splits(load_corpus.fn(spec))[0], config.models[0], 1, config)
     holder = Tracker(store, "tiny")
     holder.owner = owner_of(other_process)
     held_run = holder.claim("another parent", held).run_id

@@ -1,0 +1,255 @@
+"""The search flow: per (corpus, model), a study over the model's space (a grid, or Optuna's TPE or
+NSGA-II), several seeds per point, each seed's fit the same tracked nested run as a benchmark's,
+all under one parent run per search; then each model's setting chosen by the one-standard-error
+rule, a report, and a config with the chosen settings.
+
+Trials are asked in batches (per model ``search.batch``; a grid's whole grid at once), and a
+batch's trials x seeds are fitted together on the config's task runner (Dask workers, local or
+``--scheduler``), so the workers stay busy. Shared work is done once per corpus: the corpus is
+read and split in this process once; document embeddings are computed once per corpus into their
+on-disk cache; each worker process builds the corpus's metric context (its co-occurrence counts)
+on its first fit and every later trial on it reuses it (each run's ``topicbench.metric_context``
+tag says which; the report counts them).
+
+Resume: a study's state is in Optuna's storage and every fit in the tracking store by its run
+key, so a search stopped at any point (Ctrl-C, SIGKILL, a lost worker or server) continues where
+it stopped: trials asked and not told are taken up first, and their finished seeds are read back,
+not fitted again.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass, field
+
+from prefect import flow, get_run_logger
+
+from topicbench.core.search_space import NUM_TOPICS, point_complexity, point_label, point_model
+from topicbench.core.selection import one_standard_error_choice
+from topicbench.tasks.corpus import load_corpus
+from topicbench.tasks.spool import Spool
+from topicbench.tasks.store_checks import check_free_space
+from topicbench.tasks.study import ModelStudy, open_storage, study_name
+from topicbench.tasks.tracking import Tracker, TrackingError, check_tracking_uri, store_unavailable
+from topicbench.tasks.trial_results import trial_result
+
+from .benchmark import Job, Ledger, corpus_splits, fit_jobs, raise_flow_error, store_gone_message
+from .config import BenchmarkConfig, ModelSpec
+from .console import CONSOLE
+from .runtime import prefect_defaults, shared_prefect_server, task_runner, uses_worker_processes
+from .search_plan import SearchPlan
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class SearchCounts:
+    """What the search did, for its summary and report: batches, trials told, fits run by this
+    process, fits found finished (earlier runs, other processes), and the shared work."""
+
+    batches: int = 0
+    trials_told: int = 0
+    fits_run: int = 0
+    fits_found: int = 0
+    corpus_reads: int = 0
+    metric_context_builds: int = 0
+    fits_scored: int = 0
+    failed: list = field(default_factory=list)
+
+
+@flow(name="search", validate_parameters=False)
+def search(config: BenchmarkConfig, plan: SearchPlan, storage_url: str) -> dict:
+    """Run the search of ``config`` (its :class:`SearchPlan` ``plan``) and choose each model's
+    setting; returns the summary (:func:`summarise`). Exits as the benchmark flow does: an
+    interrupt or an error ends the parent and the claimed runs KILLED or FAILED and raises."""
+    tracker = Tracker(config.tracking_uri, config.experiment)
+    ledger = Ledger(Spool.of(config.tracking_uri, config.experiment))
+    parent = tracker.open_study_parent(config, config.experiment)
+    try:
+        with tracker.heartbeat():
+            studies, counts = _search(config, plan, storage_url, tracker, parent, ledger)
+        outcome = summarise(config, plan, studies, counts, parent)
+        tracker.close_parent(parent, outcome_record(outcome), counts.failed)
+        return outcome
+    except BaseException as error:  # interrupts included: nothing is left RUNNING
+        tracker.abandon(error)
+        if not isinstance(error, Exception):
+            raise
+        if not isinstance(error, TrackingError) and (ledger.store_gone is not None or store_unavailable(error)):
+            ledger.store_gone = ledger.store_gone or error
+            raise TrackingError(store_gone_message(config.tracking_uri, ledger)) from error
+        raise
+
+
+def _search(config: BenchmarkConfig, plan: SearchPlan, storage_url: str, tracker: Tracker, parent: str,
+            ledger: Ledger):
+    log = get_run_logger()
+    counts = SearchCounts()
+    splits = {}
+    for spec in config.corpora:  # read, preprocessed and split once per corpus, for every trial
+        splits[spec.name] = corpus_splits(load_corpus(spec))
+        counts.corpus_reads += 1
+        plan.check_corpus(spec.name, *splits[spec.name])
+    storage = open_storage(storage_url)
+    studies = {
+        (corpus.name, model.name): (corpus, model, ModelStudy(
+            storage, study_name(config.experiment, corpus.name, model.name), plan.space_of(model.name),
+            plan.objectives, plan.sampler, plan.trials, plan.seed))
+        for corpus in config.corpora for model in config.models
+    }
+    limit = plan.batch if plan.batch is not None else (None if plan.sampler == "grid" else max(1, config.workers))
+    while True:
+        batch = [(corpus, model, pending) for corpus, model, study in studies.values() for pending in study.pending(limit)]
+        if not batch:
+            break
+        counts.batches += 1
+        trials = [(pending, _trial_jobs(config, corpus, splits, model, pending.point)) for corpus, model, pending in batch]
+        jobs = [job for _, trial_jobs in trials for job in trial_jobs]
+        log.info("batch %d: %d trials x %d seeds (%s)", counts.batches, len(trials), len(config.seeds),
+                 ", ".join(sorted({f"{p.study.name.rsplit('/', 1)[-1]} #{p.number}" for p, _ in trials})[:6])
+                 + (", ..." if len(trials) > 6 else ""), extra=CONSOLE)
+        finished_before, done_elsewhere = fit_jobs(jobs, config, tracker, parent, splits, ledger, log)
+        counts.fits_found += len(finished_before) + len(done_elsewhere)
+        counts.fits_run += len(jobs) - len(finished_before) - len(done_elsewhere)
+        runs = tracker.finished_runs(job.key for job in jobs)
+        for pending, trial_jobs in trials:
+            result = trial_result(tracker.client, trial_jobs, runs, plan.objectives, plan.stability_measure)
+            counts.failed += [f"{job.label}: the fit failed" for job in trial_jobs if job.seed in result.missing_seeds]
+            pending.study.tell(pending, [result.value(o.key) for o in plan.objectives], result.attributes())
+            counts.trials_told += 1
+    _count_shared_work(tracker, studies, counts)
+    return studies, counts
+
+
+def _trial_jobs(config, corpus, splits: dict, model: ModelSpec, point: dict) -> list:
+    """One job per seed of the model at ``point`` (its label names the point)."""
+    num_topics, settings = point_model(model.num_topics, model.settings, point)
+    spec = ModelSpec(model.model, num_topics, settings, point_label(model.name, point), model.metrics)
+    return [Job(corpus, splits[corpus.name][0], spec, seed, config) for seed in config.seeds]
+
+
+def _count_shared_work(tracker: Tracker, studies: dict, counts: SearchCounts) -> None:
+    """Of every trial's finished fits, how many built the corpus's metric context (the rest reused
+    a worker's)."""
+    for _, _, study in studies.values():
+        for trial in study.finished_trials():
+            counts.metric_context_builds += int(trial.user_attrs.get("context_builds", 0))
+            counts.fits_scored += len(trial.user_attrs.get("seeds", []))
+
+
+# -- choosing -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    """The setting chosen for one (corpus, model) and why.
+
+    Attributes
+    ----------
+    corpus, label : str
+    point : dict or None
+        The chosen point (None: no trial finished).
+    best : dict or None
+        The point with the best mean of the first objective.
+    rule : str
+        Why this point, in a sentence.
+    messages : tuple of str
+        Warnings (the choice on the space's edge, failed seeds, one point).
+    trials : list of dict
+        Every finished trial: number, state, point, objective means and sds, seeds, fit seconds.
+    """
+
+    corpus: str
+    label: str
+    point: dict | None
+    best: dict | None
+    rule: str
+    messages: tuple
+    trials: list
+
+
+def choose(plan: SearchPlan, corpus: str, label: str, study: ModelStudy) -> ModelChoice:
+    """The one-standard-error choice over the study's finished trials, by the first objective."""
+    primary = plan.objectives[0]
+    trials = [_trial_row(plan, trial) for trial in study.finished_trials()]
+    scored = [row for row in trials if row["state"] == "COMPLETE"]
+    if not scored:
+        return ModelChoice(corpus, label, None, None, "no trial finished: every fit failed", (), trials)
+    if len(scored) == 1:
+        point = scored[0]["point"]
+        return ModelChoice(corpus, label, point, point, "a single point was searched", (), trials)
+    points = [(row["point"], row["per_seed"][primary.key]) for row in scored]
+    choice = one_standard_error_choice(points, higher_is_better=primary.higher_is_better, complexity=point_complexity,
+                                       log_messages=False)  # the command prints them under the model's choice
+    best = choice.summary(choice.best)
+    direction = "above" if primary.higher_is_better else "below"
+    rule = (f"the simplest point whose mean {primary.key} is within one standard error of the best "
+            f"({best.mean:.4g} ± {best.se:.2g} at {_point_text(choice.best)}: {direction} {choice.threshold:.4g})"
+            if choice.rule_applied else f"the best mean {primary.key} (one seed: no standard error)")
+    return ModelChoice(corpus, label, dict(choice.choice), dict(choice.best), rule, tuple(choice.messages), trials)
+
+
+def _trial_row(plan: SearchPlan, trial) -> dict:
+    per_seed = {key: [math.nan if v is None else v for v in values]
+                for key, values in trial.user_attrs.get("per_seed", {}).items()}
+    row = {"number": trial.number, "state": trial.state.name, "point": dict(trial.params), "per_seed": per_seed,
+           "seeds": trial.user_attrs.get("seeds", []), "fit_seconds": trial.user_attrs.get("fit_seconds", [])}
+    for objective in plan.objectives:
+        values = [v for v in per_seed.get(objective.key, []) if math.isfinite(v)]
+        row[objective.key] = sum(values) / len(values) if values else math.nan
+    return row
+
+
+def _point_text(point: dict) -> str:
+    return ", ".join(f"{'K' if name == NUM_TOPICS else name}={value}" for name, value in point.items()) or "as configured"
+
+
+def summarise(config: BenchmarkConfig, plan: SearchPlan, studies: dict, counts: SearchCounts, parent: str) -> dict:
+    """The search's outcome: each model's choice, the counts, the chosen config."""
+    choices = [choose(plan, corpus.name, model.name, study) for corpus, model, study in studies.values()]
+    return {"experiment": config.experiment, "parent_run_id": parent, "choices": choices, "counts": counts,
+            "chosen_config": chosen_config(config, choices)}
+
+
+def chosen_config(config: BenchmarkConfig, choices: list) -> dict:
+    """The benchmark config with each model at its chosen setting (the first corpus's choice where
+    several corpora were searched), the search block left out: ready for ``topicbench run``."""
+    data = config.to_dict()
+    data.pop("search", None)
+    data["experiment"] = f"{config.experiment}-chosen"
+    picked = {}
+    for choice in choices:
+        picked.setdefault(choice.label, choice.point)
+    models = []
+    for item in data["models"]:
+        label = item.get("label") or item["model"]
+        point = picked.get(label) or {}
+        num_topics, settings = point_model(item.get("num_topics"), item.get("settings") or {}, point)
+        models.append({key: value for key, value in {**item, "num_topics": num_topics, "settings": settings}.items()
+                       if value is not None})
+    data["models"] = models
+    return {key: value for key, value in data.items() if value is not None}
+
+
+def outcome_record(outcome: dict) -> dict:
+    """The outcome as JSON for the parent run's ``summary.json``."""
+    counts = outcome["counts"]
+    return {
+        "experiment": outcome["experiment"],
+        "choices": [{"corpus": c.corpus, "model": c.label, "chosen": c.point, "best": c.best, "rule": c.rule,
+                     "messages": list(c.messages)} for c in outcome["choices"]],
+        "counts": {key: value for key, value in vars(counts).items()},
+    }
+
+
+def run_search(config: BenchmarkConfig, plan: SearchPlan, storage_url: str) -> dict:
+    """Run the search flow on the config's task runner (checks first, as :func:`run_benchmark`)."""
+    check_tracking_uri(config.tracking_uri)
+    check_free_space(config.tracking_uri)
+    prefect_defaults()
+    with shared_prefect_server(uses_worker_processes(config.workers, config.scheduler)):
+        runner = task_runner(config.workers, config.scheduler)
+        state = search.with_options(task_runner=runner)(config, plan, storage_url, return_state=True)
+    raise_flow_error(state)
+    return state.result()

@@ -1,0 +1,226 @@
+"""Stability across seeds for the report: do a model's seeds find the same topics?
+
+Three steps, each its own function: read every (corpus, model)'s seed runs back from their MLflow
+artifacts (``output/``, one model at a time, into a temporary folder removed after that model),
+score them with :mod:`topicbench.core.metrics.stability` (pure: :func:`model_stability`), and set the
+numbers out as one table per corpus (pure: :func:`stability_tables`), rendered like every other
+table by :mod:`topicbench.tasks.report_render`.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from topicbench.core.validation import InputError
+
+from .report_tables import Estimate, ReportTable, finished_runs, pair_order
+
+logger = logging.getLogger(__name__)
+
+#: The similarities scored, and the column titles they are shown under.
+STABILITY_MEASURES = ("jensen_shannon", "top_words")
+#: Seed of the shuffles of the chance level: the same report shows the same chance level.
+CHANCE_SEED = 0
+#: Where :func:`topicbench.tasks.artifacts.write_output_artifacts` puts a run's output.
+OUTPUT_ARTIFACT = "output"
+
+
+@dataclass(frozen=True)
+class UnreadableRun:
+    """A finished run whose output could not be read back (no ``output/`` artifact, a store that
+    did not answer, a damaged file)."""
+
+    corpus: str
+    model: str
+    seed: int
+    run_id: str
+    reason: str
+
+
+@dataclass(frozen=True, eq=False)
+class StabilityFindings:
+    """What the stability section shows, as numbers.
+
+    Attributes
+    ----------
+    table : pandas.DataFrame
+        One row per (corpus, model) with two or more readable seeds: ``corpus``, ``model``,
+        ``seeds`` (how many), ``pairs`` (pairs of seeds scored) and, for each measure of
+        :data:`STABILITY_MEASURES`, ``{measure}_mean``/``_sd`` (mean matched similarity over the
+        pairs), ``{measure}_share_mean``/``_share_sd`` (share of topics reappearing) and
+        ``{measure}_chance`` (the chance level of the similarity).
+    one_seed : tuple of (corpus, model)
+        Pairs with a single finished seed: nothing to compare.
+    unreadable : tuple of UnreadableRun
+    not_compared : tuple of (corpus, model, reason)
+        Pairs left with fewer than two readable seeds, or whose seeds do not compare (different
+        vocabularies).
+    """
+
+    table: pd.DataFrame
+    one_seed: tuple = ()
+    unreadable: tuple = ()
+    not_compared: tuple = ()
+
+
+def model_stability(topic_words, vocabularies, seeds, measures=STABILITY_MEASURES, chance_seed: int = CHANCE_SEED) -> dict:
+    """The stability numbers of one model's seed runs (one row of :attr:`StabilityFindings.table`
+    without its corpus and model).
+
+    Parameters
+    ----------
+    topic_words : sequence of ndarray or ConstantPlusSparse
+        Each seed's p(word | topic), two or more, over one vocabulary.
+    vocabularies : sequence of sequences of str
+        Each run's vocabulary (checked to be one and the same).
+    seeds : sequence of int
+        Each run's seed (its label); the chance level is that of the first two runs.
+    measures : sequence of str
+    chance_seed : int
+        Seed of the shuffles of :func:`~topicbench.core.metrics.stability.chance_stability`.
+    """
+    from topicbench.core.metrics.stability import chance_stability, seed_stability
+
+    row = {"seeds": len(seeds)}
+    for measure in measures:
+        summary = seed_stability(topic_words, measure, vocabularies=vocabularies, labels=seeds)
+        chance = chance_stability(topic_words[0], topic_words[1], measure, rng=np.random.default_rng(chance_seed))
+        row.update({"pairs": summary.n_pairs, f"{measure}_mean": summary.mean_similarity,
+                    f"{measure}_sd": summary.sd_similarity, f"{measure}_share_mean": summary.mean_share,
+                    f"{measure}_share_sd": summary.sd_share, f"{measure}_chance": chance.mean_similarity})
+    return row
+
+
+def read_topic_word(folder) -> tuple:
+    """A saved output's topic-word matrix (in its own form) and vocabulary, without reading its
+    topic-document matrix (which can be far larger, and stability never needs)."""
+    import json
+
+    from topicbench.core.output import read_matrix
+
+    folder = Path(folder)
+    vocabulary = tuple(json.loads((folder / "output.json").read_text(encoding="utf-8"))["vocabulary"])
+    with np.load(folder / "matrices.npz") as arrays:  # an npz reads only the arrays asked for
+        return read_matrix(arrays, "topic_word_matrix"), vocabulary
+
+
+def collect_stability(tracking_uri: str, runs: pd.DataFrame, measures=STABILITY_MEASURES) -> StabilityFindings:
+    """Score the stability of every (corpus, model) of the run table (of
+    :func:`topicbench.tasks.report.collect_runs`) with two or more finished seeds, reading their
+    outputs from the tracking store one model at a time. A run that cannot be read is named in
+    the findings, never an error: the report renders without it."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri)
+    done = finished_runs(runs).drop_duplicates(["corpus", "model", "seed"])  # a rerun seed counts once
+    rows, one_seed, unreadable, not_compared = [], [], [], []
+    for (corpus, model), group in done.groupby(["corpus", "model"], sort=True):
+        if len(group) < 2:
+            one_seed.append((corpus, model))
+            continue
+        row, failed, why_not = _seed_runs_stability(client, group.sort_values("seed"), measures)
+        unreadable.extend(UnreadableRun(corpus, model, seed, run_id, reason) for seed, run_id, reason in failed)
+        if row is None:
+            not_compared.append((corpus, model, why_not))
+        else:
+            rows.append({"corpus": corpus, "model": model, **row})
+    return StabilityFindings(pd.DataFrame(rows), tuple(one_seed), tuple(unreadable), tuple(not_compared))
+
+
+def _seed_runs_stability(client, group: pd.DataFrame, measures) -> tuple:
+    """(:func:`model_stability` row or None, unreadable runs, why there is no row) of one model's
+    seed runs. Their outputs live only inside this call (a temporary folder, and matrices freed on
+    return), so a report holds one model's seeds at a time."""
+    with tempfile.TemporaryDirectory(prefix="topicbench-stability-") as folder:
+        read, failed = _download_outputs(client, group, Path(folder))
+    if len(read) < 2:
+        return None, failed, f"{len(read)} of {len(group)} seeds readable"
+    seeds, matrices, vocabularies = zip(*read)
+    try:
+        return model_stability(matrices, vocabularies, seeds, measures), failed, ""
+    except InputError as error:  # seeds over different vocabularies, or too few words
+        return None, failed, str(error)
+
+
+def _download_outputs(client, group: pd.DataFrame, folder: Path) -> tuple[list, list]:
+    """(seed, topic-word matrix, vocabulary) of each run of ``group`` that could be read, and
+    (seed, run id, reason) of each that could not."""
+    read, failed = [], []
+    for seed, run_id in zip(group.seed, group.run_id):
+        target = folder / str(run_id)
+        target.mkdir()
+        try:
+            client.download_artifacts(run_id, OUTPUT_ARTIFACT, str(target))
+            matrix, vocabulary = read_topic_word(target / OUTPUT_ARTIFACT)
+        except Exception as error:  # a report is still a report without this run; it names it
+            logger.warning("run %s: cannot read its %s/ artifact (%s)", run_id, OUTPUT_ARTIFACT, error)
+            failed.append((int(seed), run_id, _first_line(error)))
+            continue
+        read.append((int(seed), matrix, vocabulary))
+    return read, failed
+
+
+def _first_line(error: Exception) -> str:
+    text = str(error).strip().splitlines()
+    return (text[0] if text else type(error).__name__)[:200].rstrip(".")
+
+
+# ----------------------------------------------------------------------------------------------
+# The tables (pure)
+# ----------------------------------------------------------------------------------------------
+
+#: (column title, measure, which summary) of the report's table, in order.
+STABILITY_COLUMNS = (
+    ("matched similarity (1 − JS distance)", "jensen_shannon", "mean"),
+    ("topics reappearing", "jensen_shannon", "share"),
+    ("chance similarity", "jensen_shannon", "chance"),
+    ("matched top-10 RBO", "top_words", "mean"),
+    ("chance RBO", "top_words", "chance"),
+)
+
+
+def stability_tables(findings: StabilityFindings, corpora=(), models=()) -> list[ReportTable]:
+    """One table per corpus (in the order of ``corpora``, others after), models as rows (in the
+    order of ``models``): seeds, and each column of :data:`STABILITY_COLUMNS` as mean ± sd over
+    the pairs of seeds (the chance levels as a mean over the shuffles)."""
+    table = findings.table
+    if table.empty:
+        return []
+    ordered = sorted(zip(table.corpus, table.model, range(len(table))),
+                     key=lambda item: pair_order(item[:2], corpora, models))
+    tables = {}
+    for corpus, model, position in ordered:
+        row = table.iloc[position]
+        cells = {"model": model, "seeds": int(row["seeds"])}
+        for title, measure, summary in STABILITY_COLUMNS:
+            cells[title] = _cell(row, measure, summary)
+        tables.setdefault(corpus, []).append(cells)
+    return [ReportTable(pd.DataFrame(rows), title=corpus) for corpus, rows in tables.items()]
+
+
+def _cell(row: pd.Series, measure: str, summary: str):
+    if f"{measure}_mean" not in row:
+        return None
+    if summary == "chance":
+        return float(row[f"{measure}_chance"])
+    prefix = f"{measure}_share" if summary == "share" else measure
+    return Estimate(float(row[f"{prefix}_mean"]), float(row[f"{prefix}_sd"]), int(row["pairs"]))
+
+
+def stability_remarks(findings: StabilityFindings) -> tuple:
+    """The sentences under the tables: models with one seed, runs that could not be read, and
+    models whose seeds could not be compared (each one sentence, or nothing)."""
+    remarks = []
+    if findings.one_seed:
+        remarks.append("One seed, so not measurable: " + ", ".join(f"{m} on {c}" for c, m in findings.one_seed) + ".")
+    if findings.unreadable:
+        remarks.append("Runs whose output could not be read from the tracking store, left out: " + "; ".join(
+            f"{r.model} on {r.corpus} seed {r.seed} (run {r.run_id}: {r.reason})" for r in findings.unreadable) + ".")
+    if findings.not_compared:
+        remarks.append("Not compared: " + "; ".join(f"{m} on {c} ({why})" for c, m, why in findings.not_compared) + ".")
+    return tuple(remarks)

@@ -1,0 +1,204 @@
+"""The report of a search: each objective against K (or the first searched dimension) per model,
+mean ± sd over seeds as a band; the Pareto front where there are several objectives; the setting
+chosen per model and why; the trials' cost and the shared work; and the chosen config.
+
+Built from the search's outcome (:func:`topicbench.flows.search.summarise`) into the report
+blocks the benchmark report uses (:mod:`.report_sections`), rendered by the same functions.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from topicbench.core.io import write_text_atomically
+from topicbench.core.search_space import NUM_TOPICS
+from topicbench.core.selection import pareto_front
+
+from .report import ReportWriteError
+from .report_plots import write_plots
+from .report_render import render_html, render_markdown
+from .report_sections import Plot, Report, Section
+from .report_tables import Estimate, ReportTable
+
+CHOSEN_CONFIG = "chosen.yaml"
+
+
+def study_report(outcome: dict, objectives, command: str, storage: str) -> Report:
+    """The :class:`Report` of a search ``outcome`` with its ``objectives``."""
+    choices, counts = outcome["choices"], outcome["counts"]
+    lead = (
+        f"Search {outcome['experiment']!r}: {len(choices)} studies (corpus x model), objectives "
+        f"{', '.join(o.key for o in objectives)} (the first chooses, by the one-standard-error rule over seeds).",
+        f"Regenerate (fits nothing already fitted): `{command}`. Studies kept in {storage}.",
+    )
+    sections = [_chosen_section(choices, objectives), _curves_section(choices, objectives)]
+    if len(objectives) > 1:
+        sections.append(_pareto_section(choices, objectives))
+    sections += [_trials_section(choices, objectives), _cost_section(choices, counts)]
+    return Report(f"Search: {outcome['experiment']}", lead, tuple(sections))
+
+
+def _chosen_section(choices, objectives) -> Section:
+    primary = objectives[0]
+    rows = []
+    for choice in choices:
+        chosen = next((t for t in choice.trials if t["state"] == "COMPLETE" and t["point"] == choice.point), None)
+        rows.append({
+            "corpus": choice.corpus, "model": choice.label, "chosen": _point_text(choice.point),
+            "best mean": _point_text(choice.best),
+            primary.key: _estimate(chosen["per_seed"].get(primary.key, [])) if chosen else None,
+            "why": choice.rule,
+        })
+    blocks = [ReportTable(pd.DataFrame(rows), note="The chosen config (every model at its choice) is chosen.yaml beside "
+                          "this report: `topicbench run chosen.yaml`.")]
+    for choice in choices:
+        blocks += [f"{choice.label} on {choice.corpus}: {message}" for message in choice.messages]
+    return Section("Chosen settings", tuple(blocks))
+
+
+def _curves_section(choices, objectives) -> Section:
+    blocks = ["Each objective against the first searched dimension (K where it is searched): the mean over seeds, "
+              "the band ± one sd; other searched dimensions draw one line per value."]
+    for corpus in dict.fromkeys(c.corpus for c in choices):
+        corpus_choices = [c for c in choices if c.corpus == corpus]
+        blocks.append(Plot(f"search_{_safe(corpus)}.png", f"objectives against the searched settings on {corpus}",
+                           lambda runs, styles, chosen=corpus_choices: _curves_figure(chosen, objectives)))
+    return Section("Objectives against the settings", tuple(blocks))
+
+
+def _curves_figure(choices, objectives):
+    from .report_plots import COLOURS, MARKERS, _pyplot
+
+    plt = _pyplot()
+    drawable = [c for c in choices if any(t["state"] == "COMPLETE" for t in c.trials)]
+    if not drawable:
+        return None
+    figure, axes = plt.subplots(len(objectives), len(drawable), figsize=(4.2 * len(drawable), 3.0 * len(objectives)),
+                                squeeze=False)
+    for column, choice in enumerate(drawable):
+        trials = [t for t in choice.trials if t["state"] == "COMPLETE"]
+        names = list(trials[0]["point"]) or ["(as configured)"]
+        x_name, rest = names[0], names[1:]
+        lines = {}
+        for trial in trials:
+            lines.setdefault(tuple((n, trial["point"].get(n)) for n in rest), []).append(trial)
+        for row, objective in enumerate(objectives):
+            axis = axes[row][column]
+            for i, (key, members) in enumerate(sorted(lines.items(), key=lambda item: str(item[0]))):
+                members = sorted(members, key=lambda t: _sort_value(t["point"].get(x_name)))
+                xs = [t["point"].get(x_name, 0) for t in members]
+                values = [_finite(t["per_seed"].get(objective.key, [])) for t in members]
+                means = np.array([np.mean(v) if v else np.nan for v in values])
+                sds = np.array([np.std(v, ddof=1) if len(v) > 1 else 0.0 for v in values])
+                positions = xs if all(isinstance(x, (int, float)) for x in xs) else list(range(len(xs)))
+                label = ", ".join(f"{n}={v}" for n, v in key) or choice.label
+                colour, marker = COLOURS[i % len(COLOURS)], MARKERS[i % len(MARKERS)]
+                axis.plot(positions, means, marker=marker, color=colour, label=label)
+                axis.fill_between(positions, means - sds, means + sds, color=colour, alpha=0.2)
+                if positions is not xs:
+                    axis.set_xticks(positions, [str(x) for x in xs])
+                if choice.point and all(choice.point.get(n) == v for n, v in key) and x_name in choice.point:
+                    chosen_x = choice.point[x_name]
+                    if chosen_x in xs:
+                        at = positions[xs.index(chosen_x)]
+                        axis.axvline(at, color="#555", linestyle=":", linewidth=1)
+            axis.set_xlabel("K" if x_name == NUM_TOPICS else x_name)
+            axis.set_ylabel(objective.key + (" (higher is better)" if objective.higher_is_better else " (lower is better)"))
+            axis.set_title(choice.label if row == 0 else "", fontsize=9)
+            axis.grid(alpha=0.3)
+            if len(lines) > 1 and row == 0:
+                axis.legend(fontsize=7, frameon=False)
+    figure.tight_layout()
+    return figure
+
+
+def _pareto_section(choices, objectives) -> Section:
+    rows = []
+    for choice in choices:
+        trials = [t for t in choice.trials if t["state"] == "COMPLETE"]
+        if not trials:
+            continue
+        values = [[t.get(o.key, math.nan) for o in objectives] for t in trials]
+        for index in pareto_front(values, [o.higher_is_better for o in objectives]):
+            trial = trials[int(index)]
+            rows.append({"corpus": choice.corpus, "model": choice.label, "setting": _point_text(trial["point"]),
+                         **{o.key: _estimate(trial["per_seed"].get(o.key, [])) for o in objectives}})
+    note = "Trials no other trial of the model beats on every objective (means over seeds)."
+    return Section("Pareto front", (ReportTable(pd.DataFrame(rows), note=note),))
+
+
+def _trials_section(choices, objectives) -> Section:
+    rows = []
+    for choice in choices:
+        for trial in sorted(choice.trials, key=lambda t: t["number"]):
+            rows.append({"corpus": choice.corpus, "model": choice.label, "trial": trial["number"],
+                         "setting": _point_text(trial["point"]), "state": trial["state"],
+                         "seeds": len(trial["seeds"]),
+                         **{o.key: _estimate(trial["per_seed"].get(o.key, [])) for o in objectives},
+                         "fit s (sum over seeds)": round(sum(trial["fit_seconds"]), 2)})
+    return Section("Trials", (ReportTable(pd.DataFrame(rows), note="mean ± sd over seeds (stability: over pairs of seeds)."),))
+
+
+def _cost_section(choices, counts) -> Section:
+    rows = []
+    for choice in choices:
+        seconds = [s for t in choice.trials for s in t["fit_seconds"] if math.isfinite(s)]
+        rows.append({"corpus": choice.corpus, "model": choice.label, "trials": len(choice.trials),
+                     "fits": len(seconds), "fit s (total)": round(sum(seconds), 1),
+                     "fit s (per fit)": round(sum(seconds) / len(seconds), 2) if seconds else None})
+    shared = (f"Shared work: {counts.corpus_reads} corpus reads (each corpus read and split once, for every trial); of "
+              f"{counts.fits_scored} scored fits, {counts.metric_context_builds} built the corpus's metric context "
+              "(its counts; once per worker process that fitted) and the others reused it. This run: "
+              f"{counts.batches} batches, {counts.fits_run} fits run, {counts.fits_found} found already fitted.")
+    return Section("Cost and shared work", (ReportTable(pd.DataFrame(rows)), shared))
+
+
+def write_study_report(report: Report, chosen_config: dict, folder) -> dict:
+    """Write ``search.md``, ``search.html``, the plots and ``chosen.yaml`` into ``folder`` (each
+    file whole or not at all); returns their paths."""
+    folder = Path(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        images = write_plots(report.plots(), pd.DataFrame(), folder, [])
+        write_text_atomically(folder / "search.md", render_markdown(report, images))
+        write_text_atomically(folder / "search.html", render_html(report, images))
+        header = "# The search's chosen settings: topicbench run chosen.yaml\n"
+        write_text_atomically(folder / CHOSEN_CONFIG, header + yaml.safe_dump(chosen_config, sort_keys=False))
+    except OSError as error:
+        raise ReportWriteError(f"cannot write the search report into {folder}: {error.strerror or error}; the trials "
+                               "are kept: run the same search command with another --out") from None
+    return {"markdown": str(folder / "search.md"), "html": str(folder / "search.html"),
+            "config": str(folder / CHOSEN_CONFIG)}
+
+
+def _estimate(values) -> Estimate | None:
+    finite = _finite(values)
+    if not finite:
+        return None
+    sd = float(np.std(finite, ddof=1)) if len(finite) > 1 else math.nan
+    return Estimate(float(np.mean(finite)), sd, len(finite))
+
+
+def _finite(values) -> list:
+    return [float(v) for v in values if v is not None and math.isfinite(v)]
+
+
+def _point_text(point) -> str:
+    if point is None:
+        return "–"
+    return ", ".join(f"{'K' if name == NUM_TOPICS else name}={value}" for name, value in point.items()) or "as configured"
+
+
+def _sort_value(value):
+    return (0, value, "") if isinstance(value, (int, float)) else (1, 0, str(value))
+
+
+def _safe(text: str) -> str:
+    from topicbench.core.io import file_name_for
+
+    return file_name_for(text)
