@@ -354,9 +354,10 @@ def _sort_claims(jobs: list, claims: dict, log):
     for job in held:
         log.info("%s: claimed by %s (waited for after this process's runs)", job.label, claims[job].held_by,
                  extra=CONSOLE)
-    # Largest corpora first: the costliest fits start early and the run does not end on one long
-    # fit while the other workers idle (the order of results does not matter).
-    todo = sorted((job for job in jobs if claims[job].run_id), key=lambda job: -job.corpus_data.n_tokens)
+    # Costliest first (largest corpora, then most topics): the longest fits start early and the run
+    # does not end on one long fit while the other workers idle (the order of results does not matter).
+    todo = sorted((job for job in jobs if claims[job].run_id),
+                  key=lambda job: (-job.corpus_data.n_tokens, -(job.model.num_topics or 0)))
     log.info("%d runs: %d already finished (skipped), %d fitted by other processes, %d to run",
              len(jobs), len(finished), len(held), len(todo), extra=CONSOLE)
     return finished, held, todo

@@ -1,6 +1,8 @@
-"""The ``topicbench`` command line.
+"""The ``topicbench`` command line: the parser of every sub-command, and the commands' bodies.
 
-``topicbench elda`` runs exact E-LDA on a corpus (the core directly, no orchestration).
+``topicbench elda`` runs exact E-LDA on a corpus (the core directly, no orchestration). The
+``search`` command lives in :mod:`.cli_search`, ``models list`` / ``metrics list`` in
+:mod:`.cli_catalog` and ``ui`` in :mod:`.cli_ui`.
 """
 
 from __future__ import annotations
@@ -17,15 +19,17 @@ from topicbench.core.config import DEFAULT_EPSILON, DEFAULT_GENERATOR, DEFAULT_T
 from topicbench.core.dask_cluster import WORKER_WAIT_SECONDS
 from topicbench.core.validation import InputError
 from topicbench.flows.checks import (
-    DEFAULT_CONNECT_TIMEOUT, check_output_file, check_output_folder, check_port_free, check_prefect_environment,
-    check_scheduler_reachable, experiment_name, integer_at_least, integer_in, number_in, port_number,
+    DEFAULT_CONNECT_TIMEOUT, check_output_file, check_output_folder, check_prefect_environment,
+    check_scheduler_reachable, experiment_name, integer_at_least, integer_in, number_in,
 )
+from topicbench.flows.cli_catalog import add_catalog_commands
 from topicbench.flows.cli_search import add_search_command
+from topicbench.flows.cli_ui import add_ui_command
 from topicbench.flows.cli_common import (
-    check_services, config_from_command_line, hide_library_tracebacks as _hide_library_tracebacks, llm_arguments as _llm_arguments, llm_block as llm_block, check_llm_endpoint as _check_llm_endpoint, connect_timeout_argument as _connect_timeout_argument, default_report_folder as _default_report_folder, tracking_uri as _tracking_uri, config_tracking_uri as _config_tracking_uri, minutes as _minutes,
+    CommandParser, check_services, config_from_command_line, hide_library_tracebacks as _hide_library_tracebacks, llm_arguments as _llm_arguments, llm_block as llm_block, check_llm_endpoint as _check_llm_endpoint, connect_timeout_argument as _connect_timeout_argument, default_report_folder as _default_report_folder, require_experiment, tracking_uri as _tracking_uri, config_tracking_uri as _config_tracking_uri, minutes as _minutes,
 )
 from topicbench.flows.config import DEFAULT_TRACKING_URI
-from topicbench.flows.console import configure_console, quiet_worker_consoles
+from topicbench.flows.console import configure_console, quiet_library_progress_bars, quiet_worker_consoles
 from topicbench.flows.data import DOWNLOAD_DEADLINE_SECONDS, DOWNLOAD_TIMEOUT_SECONDS
 from topicbench.flows.runtime import prefect_defaults
 from topicbench.flows.startup import defer_imports
@@ -34,16 +38,19 @@ logger = logging.getLogger("topicbench")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="topicbench", description="Evaluate E-LDA and established topic models."
+    """The parser of ``topicbench`` and every sub-command; each shows its options' defaults."""
+    parser = CommandParser(
+        prog="topicbench", description="Evaluate E-LDA and established topic models: benchmarks tracked in MLflow, "
+        "their reports, the paper's experiments, and the corpora, models and metrics they use. "
+        "`topicbench COMMAND --help` describes a command.",
     )
-    parser.add_argument("-v", "--verbose", action="store_true", help="show debug logging")
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="show debug logging, libraries' INFO messages and full tracebacks")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for add_command in (_add_elda_command, _add_run_command, _add_serve_command, _add_report_command,
-                        _add_paper_command, _add_data_command, _add_ui_command, _add_compile_command,
-                        _add_schema_command, _add_judge_command):
+                        _add_paper_command, _add_data_command, add_catalog_commands, add_ui_command,
+                        _add_compile_command, _add_schema_command, _add_judge_command, add_search_command):
         add_command(commands)
-    add_search_command(commands)
     return parser
 
 
@@ -57,7 +64,7 @@ def _add_elda_command(commands) -> None:
     elda.add_argument(
         "--corpus", default="lee",
         help="an OCTIS folder (corpus.tsv [+ vocabulary.txt]), a text file with one document a "
-        "line, or 'lee' (gensim's bundled Lee news corpus; the default)",
+        "line, or 'lee' (gensim's bundled Lee news corpus)",
     )
     elda.add_argument("--generator", choices=GENERATORS, default=DEFAULT_GENERATOR, help="keyword topic generator (spec §2)")
     elda.add_argument("--kappa", type=number_in(1), default=2.0, help="mean number of topics per document (>= 1)")
@@ -93,13 +100,17 @@ def _add_run_command(commands) -> None:
         description="Run a benchmark from a YAML config (no config: the built-in Lee corpus with "
         "E-LDA, gensim LDA and Gibbs LDA), track it in MLflow and write results/<experiment>/report.*",
     )
-    run.add_argument("config", nargs="?", help="a benchmark YAML config")
+    run.add_argument("config", nargs="?", help="a benchmark YAML config (default: the built-in Lee benchmark)")
     run.add_argument("--tracking-uri", help=f"MLflow tracking URI (default: {DEFAULT_TRACKING_URI})")
-    run.add_argument("--experiment", type=experiment_name, help="MLflow experiment name (overrides the config)")
-    run.add_argument("--workers", type=integer_at_least(1), help="Dask worker processes fitting models concurrently")
-    run.add_argument("--scheduler", metavar="ADDRESS", help="run the fits on an existing Dask scheduler")
+    run.add_argument("--experiment", type=experiment_name,
+                     help="MLflow experiment name (default: the config's experiment; 'lee-default' without a config)")
+    run.add_argument("--workers", type=integer_at_least(1),
+                     help="Dask worker processes fitting models concurrently (default: the config's workers, else 1)")
+    run.add_argument("--scheduler", metavar="ADDRESS",
+                     help="run the fits on an existing Dask scheduler (default: the config's, else a local cluster)")
     _connect_timeout_argument(run)
-    run.add_argument("--seeds", type=integer_in(0, MAX_SEED), nargs="+", help="seeds (overrides the config)")
+    run.add_argument("--seeds", type=integer_in(0, MAX_SEED), nargs="+",
+                     help="seeds, one run each per corpus and model (default: the config's seeds, else 0)")
     run.add_argument("--no-report", action="store_true", help="do not write the report afterwards")
     run.add_argument("--out", help="report folder (default: results/<experiment>)")
     _llm_arguments(run)
@@ -115,7 +126,8 @@ def _add_serve_command(commands) -> None:
         "skips finished runs and writes the report.",
     )
     serve.add_argument("config", help="a benchmark YAML config")
-    serve.add_argument("--cron", help='a cron schedule, e.g. "0 2 * * *" (02:00 every night); none: runs started by hand')
+    serve.add_argument("--cron", help='a cron schedule, e.g. "0 2 * * *" (02:00 every night) (default: none, runs are '
+                       'started by hand)')
     serve.add_argument("--name", help="the deployment's name (default: the config's experiment)")
     serve.add_argument("--tracking-uri", help=f"MLflow tracking URI (default: the config's, else {DEFAULT_TRACKING_URI})")
     serve.add_argument("--out", help="report folder (default: results/<experiment>)")
@@ -124,8 +136,13 @@ def _add_serve_command(commands) -> None:
 
 def _add_report_command(commands) -> None:
     """topicbench report: the report of a tracked experiment."""
-    report = commands.add_parser("report", help="build the report of an experiment from its tracked runs")
-    report.add_argument("--experiment", type=experiment_name, required=True)
+    report = commands.add_parser(
+        "report", help="build the report of an experiment from its tracked runs",
+        description="Read the runs of an experiment from the tracking store (nothing is fitted) and write its "
+        "report, report.md and report.html, to --out; `topicbench run` does this itself unless given --no-report.",
+    )
+    report.add_argument("--experiment", type=experiment_name, required=True, metavar="NAME",
+                        help="the MLflow experiment to report (a config's experiment: name)")
     report.add_argument("--tracking-uri", help=f"MLflow tracking URI (default: {DEFAULT_TRACKING_URI})")
     report.add_argument("--out", help="report folder (default: results/<experiment>)")
     report.set_defaults(handler=run_report_command, runs_flows=True)
@@ -138,16 +155,18 @@ def _add_paper_command(commands) -> None:
         description="Run the paper's experiments (spec §4) and write their reports to results/paper/.",
     )
     paper.add_argument("--baselines", nargs="*", help="Set 2 baselines to include (default: every one registered)")
-    paper.add_argument("--corpora", nargs="+", help="subset of congress reuters 20ng_politics")
+    paper.add_argument("--corpora", nargs="+", help="subset of congress reuters 20ng_politics (default: all three)")
     paper.add_argument("--data", help="folder holding congress/, reuters/ and 20ng_politics/ (default: ../shared/data "
                        "when it exists, else the data cache of `topicbench data fetch`)")
-    paper.add_argument("--seeds", type=integer_in(0, MAX_SEED), nargs="+", default=[0, 1, 2])
+    paper.add_argument("--seeds", type=integer_in(0, MAX_SEED), nargs="+", default=[0, 1, 2],
+                       help="seeds, one run each per corpus and model")
     paper.add_argument("--iterations", type=integer_at_least(1), default=1000, help="Gibbs sweeps (the paper: 1000)")
-    paper.add_argument("--workers", type=integer_at_least(1), default=2)
+    paper.add_argument("--workers", type=integer_at_least(1), default=2,
+                       help="Dask worker processes fitting models concurrently (ignored with --scheduler)")
     paper.add_argument("--scheduler", metavar="ADDRESS", help="run the fits on an existing Dask scheduler")
     _connect_timeout_argument(paper)
     paper.add_argument("--tracking-uri", help=f"MLflow tracking URI (default: {DEFAULT_TRACKING_URI})")
-    paper.add_argument("--out", default="results/paper")
+    paper.add_argument("--out", default="results/paper", help="folder of the paper's report (report.md and report.html)")
     _llm_arguments(paper)
     paper.set_defaults(handler=run_paper_command, runs_flows=True)
 
@@ -159,27 +178,27 @@ def _add_data_command(commands) -> None:
         description="The paper's corpora and the OCTIS benchmark datasets, fetched only by "
         "`topicbench data fetch` into the data cache ($TOPICBENCH_DATA, default under the user's cache).",
     )
-    actions = data.add_subparsers(dest="data_command", required=True)
-    actions.add_parser("list", help="each dataset: what it is, size, documents, whether it is cached").set_defaults(
-        handler=run_data_list_command)
-    fetch = actions.add_parser("fetch", help="download a dataset (checksums verified) into the data cache")
+    actions = data.add_subparsers(dest="data_command", metavar="ACTION", required=True)
+    actions.add_parser(
+        "list", help="each dataset: what it is, size, documents, whether it is cached",
+        description="List the datasets `topicbench data fetch` can download: each one's name, what it is, its download "
+        "size and documents, and whether it is in the data cache already. Nothing is downloaded.",
+    ).set_defaults(handler=run_data_list_command)
+    fetch = actions.add_parser(
+        "fetch", help="download a dataset (checksums verified) into the data cache",
+        description="Download a dataset by name, check every file's checksum, convert a corpus to an OCTIS folder "
+        "(corpus.tsv + vocabulary.txt) and keep it in the data cache, where configs and `topicbench paper` find it. "
+        "A dataset already there is not downloaded again.",
+    )
     fetch.add_argument("name", help="a dataset name from `topicbench data list`")
-    fetch.add_argument("--dest", metavar="DIR", help="write DIR/NAME instead of the data cache")
-    fetch.add_argument("--url", metavar="URL", help="base URL replacing the published one (a mirror)")
+    fetch.add_argument("--dest", metavar="DIR", help="write DIR/NAME instead of the data cache (default: the data cache)")
+    fetch.add_argument("--url", metavar="URL", help="a base URL (a mirror) in place of the published one (default: the published one)")
     fetch.add_argument("--timeout", type=number_in(0, low_open=True), default=DOWNLOAD_TIMEOUT_SECONDS, metavar="SECONDS",
                        help=f"how long to wait for the server to answer, and then for each next piece of a file "
                        f"(default: {DOWNLOAD_TIMEOUT_SECONDS:g})")
     fetch.add_argument("--deadline", type=number_in(0, low_open=True), default=DOWNLOAD_DEADLINE_SECONDS, metavar="SECONDS",
                        help=f"how long one file's whole download may take (default: {DOWNLOAD_DEADLINE_SECONDS:g})")
     fetch.set_defaults(handler=run_data_fetch_command)
-
-
-def _add_ui_command(commands) -> None:
-    """topicbench ui: the MLflow UI."""
-    ui = commands.add_parser("ui", help="open the MLflow UI on 127.0.0.1")
-    ui.add_argument("--tracking-uri", help=f"MLflow tracking URI (default: {DEFAULT_TRACKING_URI})")
-    ui.add_argument("--port", type=port_number, default=5000)
-    ui.set_defaults(handler=run_ui_command)
 
 
 def _add_compile_command(commands) -> None:
@@ -213,14 +232,20 @@ def _add_judge_command(commands) -> None:
         "asks it about the 300 topics people judged in Hoyle et al. 2021 (`topicbench data fetch hoyle2021`) and "
         "reports Spearman's rho against people, with bootstrap intervals, beside the automated coherences.",
     )
-    actions = judge.add_subparsers(dest="judge_command", required=True)
-    calibrate = actions.add_parser("calibrate", help="rho of the judge's scores against people's, tracked in MLflow")
+    actions = judge.add_subparsers(dest="judge_command", metavar="ACTION", required=True)
+    calibrate = actions.add_parser(
+        "calibrate", help="rho of the judge's scores against people's, tracked in MLflow",
+        description="Ask the LLM endpoint to rate, and to find the intruder in, each of the 300 topics people judged in "
+        "Hoyle et al. 2021; print Spearman's rho of its scores against people's (with bootstrap intervals) beside "
+        "the automated coherences', and track it as a run of the experiment 'judge-calibration'. Answers are cached.",
+    )
     _llm_arguments(calibrate)
-    calibrate.add_argument("--config", help="read the llm: block (endpoint and judge settings) from this benchmark config")
+    calibrate.add_argument("--config", help="read the llm: block (endpoint and judge settings) from this benchmark config "
+                           "(default: the --llm-* options alone)")
     calibrate.add_argument("--judgments", metavar="FILE", help="Hoyle et al.'s all_data.json (default: the fetched hoyle2021)")
     calibrate.add_argument("--topics-per-model", type=integer_at_least(1), metavar="N",
                            help="judge only each model's first N topics of each corpus (a quick look; default: all 50)")
-    calibrate.add_argument("--bootstrap", type=integer_at_least(100), default=1000, help="bootstrap resamples (default: 1000)")
+    calibrate.add_argument("--bootstrap", type=integer_at_least(100), default=1000, help="bootstrap resamples")
     calibrate.add_argument("--seed", type=integer_in(0, MAX_SEED), default=0, help="seed of the word orders, intruders and bootstrap")
     calibrate.add_argument("--tracking-uri", help=f"MLflow tracking URI (default: {DEFAULT_TRACKING_URI})")
     calibrate.set_defaults(handler=run_judge_calibrate_command)
@@ -376,45 +401,12 @@ def run_report_command(args) -> int:
     _hide_library_tracebacks(args.verbose)
 
     uri = _tracking_uri(args.tracking_uri)
-    _require_experiment(uri, args.experiment)
+    require_experiment(uri, args.experiment)
     out = args.out or str(_default_report_folder(args.experiment))
     check_output_folder(out, "--out (the report folder)")
     written = report(args.experiment, uri, out)
     print(f"report: {written['markdown']} and {written['html']} ({written['finished']} runs, {written['failed']} failed)")
     return 0
-
-
-def _require_existing_store(uri: str) -> None:
-    """Reading commands never create a store: a sqlite file that does not exist is an error (MLflow
-    would create and migrate an empty database, slowly, and then find nothing)."""
-    from topicbench.tasks.store_checks import uri_scheme
-    from topicbench.tasks.tracking import check_tracking_uri, sqlite_path, tracking_store_exists
-
-    database = sqlite_path(uri)
-    if database is not None and not tracking_store_exists(uri):
-        raise InputError(
-            f"no tracking database at {database}: nothing has been tracked there yet "
-            "(run `topicbench run` first, or give the store with --tracking-uri)"
-        )
-    check_tracking_uri(uri)
-    if uri_scheme(uri) == "postgresql" and not tracking_store_exists(uri):  # it answers, but holds no MLflow store
-        raise InputError(
-            f"no MLflow store in the database {uri.split('@')[-1]}: nothing has been tracked there yet "
-            "(run `topicbench run` first, or give the store with --tracking-uri)"
-        )
-
-
-def _require_experiment(uri: str, experiment: str) -> None:
-    from mlflow.tracking import MlflowClient
-
-    _require_existing_store(uri)
-    client = MlflowClient(uri)
-    if client.get_experiment_by_name(experiment) is None:
-        names = sorted(e.name for e in client.search_experiments() if e.name != "Default")
-        raise InputError(
-            f"no experiment named {experiment!r} at {uri}; "
-            + (f"experiments there: {', '.join(names)}" if names else "it holds no experiments yet")
-        )
 
 
 def run_schema_command(args) -> int:
@@ -472,51 +464,6 @@ def run_compile_command(args) -> int:
     report = compile_kernels(on_step=lambda step: logger.info("compile: %s", step))
     print(f"topicbench compile: {report.summary()}")
     return 0
-
-
-def run_ui_command(args) -> int:
-    import shutil
-    import subprocess
-
-    uri = _tracking_uri(args.tracking_uri)
-    _require_existing_store(uri)
-    check_port_free(args.port)
-    mlflow = shutil.which("mlflow") or str(Path(sys.executable).with_name("mlflow"))
-    print(f"MLflow UI for {uri} on http://127.0.0.1:{args.port} (Ctrl-C stops it)")
-    # its own session: the server and its workers form one process group, taken down together
-    server = subprocess.Popen(
-        [mlflow, "ui", "--backend-store-uri", uri, "--host", "127.0.0.1", "--port", str(args.port)],
-        start_new_session=True,
-    )
-    try:
-        return server.wait()
-    finally:
-        _stop_process_group(server)
-
-
-def _stop_process_group(process, grace_seconds: float = 10.0) -> None:
-    """SIGTERM the process's group, then SIGKILL what is left after ``grace_seconds``."""
-    import os
-    import signal
-    import subprocess
-
-    for signum in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(process.pid, signum)
-        except (ProcessLookupError, PermissionError):
-            return
-        try:
-            process.wait(timeout=grace_seconds)
-        except subprocess.TimeoutExpired:
-            continue
-        # the leader is gone; its workers may not be yet
-        deadline = time.monotonic() + grace_seconds
-        while time.monotonic() < deadline:
-            try:
-                os.killpg(process.pid, 0)
-            except ProcessLookupError:
-                return
-            time.sleep(0.1)
 
 
 def run_elda(args) -> int:
@@ -641,6 +588,7 @@ def main(argv=None) -> int:
     # libraries' INFO only with -v, on the console alone: Prefect's run logs still get every record
     configure_console(args.verbose, sys.stderr)
     quiet_worker_consoles(args.verbose)
+    quiet_library_progress_bars()  # one progress display: topicbench's own
     # every command that runs a flow (report and paper too, not only run): no analytics sent from
     # a temporary Prefect server, and a patient start of one
     prefect_defaults()

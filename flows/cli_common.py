@@ -1,15 +1,49 @@
-"""What several commands share: the --llm-* and --connect-timeout options, the config with the
-command line's LLM flags over it, the tracking URI and report folder a command uses, and the
-console's handling of library tracebacks."""
+"""What several commands share: the parser's help format (defaults shown), the --llm-* and
+--connect-timeout options, the config with the command line's LLM flags over it, the tracking URI,
+store and report folder a command uses, and the console's handling of library tracebacks."""
 
 from __future__ import annotations
 
+import argparse
 import logging
 from pathlib import Path
 
 from topicbench.core.validation import InputError
 from topicbench.flows.checks import DEFAULT_CONNECT_TIMEOUT, number_in
 from topicbench.flows.config import DEFAULT_TRACKING_DATABASE, DEFAULT_TRACKING_URI
+
+
+class DefaultsShownFormatter(argparse.HelpFormatter):
+    """argparse's help with each option's default after its text, "(default: 5000)", so that a
+    reader need not look it up. Left out where the text already names its default (one that is
+    not a literal: "default: the config's") and where there is none to show (None; a flag's bool)."""
+
+    def _get_help_string(self, action) -> str:
+        text = action.help or ""
+        default = action.default
+        if "default" in text or default is None or isinstance(default, bool) or default is argparse.SUPPRESS:
+            return text
+        if not action.option_strings and action.nargs not in (argparse.OPTIONAL, argparse.ZERO_OR_MORE):
+            return text  # a required positional: its default is never used
+        return f"{text} (default: {shown_default(default).replace('%', '%%')})"
+
+
+def shown_default(value) -> str:
+    """A default as typed on the command line: ``0 1 2`` for a list, ``60`` for ``60.0``."""
+    if isinstance(value, (list, tuple)):
+        return " ".join(shown_default(item) for item in value)
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+class CommandParser(argparse.ArgumentParser):
+    """The parser of ``topicbench`` and, through ``add_subparsers``, of each of its sub-commands
+    (argparse makes them of the parent's class): every one shows its options' defaults."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", DefaultsShownFormatter)
+        super().__init__(*args, **kwargs)
 
 
 class WithoutTraceback(logging.Filter):
@@ -99,6 +133,43 @@ def tracking_uri(value: str | None) -> str:
     if value:
         return value
     return "sqlite:///" + str(Path.cwd() / DEFAULT_TRACKING_DATABASE)
+
+
+def require_existing_store(uri: str) -> None:
+    """Reading commands never create a store: a sqlite file that does not exist is an error (MLflow
+    would create and migrate an empty database, slowly, and then find nothing)."""
+    from topicbench.tasks.store_checks import uri_scheme
+    from topicbench.tasks.tracking import check_tracking_uri, sqlite_path, tracking_store_exists
+
+    database = sqlite_path(uri)
+    if database is not None and not tracking_store_exists(uri):
+        raise InputError(
+            f"no tracking database at {database}: nothing has been tracked there yet "
+            "(run `topicbench run` first, or give the store with --tracking-uri)"
+        )
+    check_tracking_uri(uri)
+    if uri_scheme(uri) == "postgresql" and not tracking_store_exists(uri):  # it answers, but holds no MLflow store
+        raise InputError(
+            f"no MLflow store in the database {uri.split('@')[-1]}: nothing has been tracked there yet "
+            "(run `topicbench run` first, or give the store with --tracking-uri)"
+        )
+
+
+def require_experiment(uri: str, experiment: str):
+    """The experiment ``experiment`` of the existing store at ``uri`` (an MLflow ``Experiment``);
+    an :class:`InputError` naming the experiments there when it has none of that name."""
+    from mlflow.tracking import MlflowClient
+
+    require_existing_store(uri)
+    client = MlflowClient(uri)
+    found = client.get_experiment_by_name(experiment)
+    if found is None:
+        names = sorted(e.name for e in client.search_experiments() if e.name != "Default")
+        raise InputError(
+            f"no experiment named {experiment!r} at {uri}; "
+            + (f"experiments there: {', '.join(names)}" if names else "it holds no experiments yet")
+        )
+    return found
 
 
 def config_tracking_uri(given: str | None, config, from_file: bool) -> str:

@@ -42,6 +42,28 @@ def quiet_worker_consoles(verbose: bool) -> None:
         os.environ.setdefault(WORKER_CONSOLE_LEVEL_SETTING, "WARNING")
 
 
+#: The libraries' own switches of their progress bars, read from the environment when each library
+#: is imported, by this process and by every process started from here (a local cluster's Dask
+#: workers, which load the sentence-transformers models): huggingface_hub's (which transformers'
+#: "Loading weights" bar reads too) and tqdm's, under every other library's bars.
+PROGRESS_BAR_SETTINGS = {"HF_HUB_DISABLE_PROGRESS_BARS": "1", "TQDM_DISABLE": "1"}
+
+
+def quiet_library_progress_bars() -> None:
+    """One progress display, topicbench's own: without this, each process that loads an embedding
+    model draws transformers' "Loading weights" bar on stderr, across the live progress line and
+    across each other's. A setting the user gave is kept. A library imported already has read its
+    environment, so its own switch is turned too."""
+    ours = {name for name, value in PROGRESS_BAR_SETTINGS.items() if os.environ.setdefault(name, value) == value}
+    if "HF_HUB_DISABLE_PROGRESS_BARS" not in ours:
+        return  # the user's choice: huggingface_hub and transformers follow it
+    transformers_logging = sys.modules.get("transformers.utils.logging")
+    if transformers_logging is not None:
+        transformers_logging.disable_progress_bar()  # huggingface_hub's too
+    elif "huggingface_hub.utils" in sys.modules:
+        sys.modules["huggingface_hub.utils"].disable_progress_bars()
+
+
 class ConsoleFilter(logging.Filter):
     """Pass warnings and errors, the user-facing INFO records, and with ``verbose`` everything."""
 

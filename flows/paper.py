@@ -26,11 +26,11 @@ SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 PAPER_CORPORA = ("congress", "reuters", "20ng_politics")
 SET1_METRICS = ("log_likelihood_own", "log_likelihood_elda", "log_likelihood_randk", "umass", "npmi", "topic_diversity")
 SET2_METRICS = ("umass", "npmi", "cv", "embedding_pairwise", "embedding_centroid", "topic_diversity", "inverted_rbo")
-#: The paper's report: the ordinary sections, with the paper's own (flows/paper_report.py) after
-#: the settings flags at the top.
+#: The paper's report: the summary, then the ordinary sections, with the paper's own
+#: (flows/paper_report.py) after the settings flags.
 PAPER_REPORT_SECTIONS = (
-    "changed_settings", "paper_notes", "notes", "paper_set1", "paper_set2", "set1", "coherence", "diversity",
-    "training", "fit_time", "robustness", "elda_topics", "failed_runs",
+    "summary", "changed_settings", "paper_notes", "notes", "paper_set1", "paper_set2", "set1", "coherence", "diversity",
+    "training", "fit_time", "robustness", "topics", "elda_topics", "failed_runs",
 )
 SET2_BASELINES = {
     "bertopic": {},

@@ -13,7 +13,9 @@ from pathlib import Path
 from prefect import flow
 
 from topicbench.core.io import file_name_for
-from topicbench.tasks.report import collect_config_task, collect_runs, collect_stability_task, write_report_task
+from topicbench.tasks.report import (
+    collect_config_task, collect_runs, collect_stability_task, log_report_to_parent_task, write_report_task,
+)
 from topicbench.tasks.report_sections import DEFAULT_REPORT_SECTIONS, REPORT_SECTIONS, ReportData, build_report
 
 # The paper's sections (our figures beside the paper's) sit with the paper's figures in
@@ -76,4 +78,6 @@ def report(experiment: str, tracking_uri: str, folder: str | None = None, comman
     stability = collect_stability_task(tracking_uri, runs) if "stability" in sections else None
     data = ReportData(runs=runs, experiment=experiment, command=command, config=config, notes=notes,
                       calibration=_judge_calibration(tracking_uri, config, runs), stability=stability)
-    return write_report_task(build_report(data, sections), data, folder)
+    written = write_report_task(build_report(data, sections), data, folder)
+    written["parent_run_id"] = log_report_to_parent_task(tracking_uri, experiment, written["files"])
+    return written

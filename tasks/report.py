@@ -69,7 +69,49 @@ def collect_runs(tracking_uri: str, experiment: str) -> pd.DataFrame:
     # a run key that finished after failing earlier counts as finished
     finished = set(frame.loc[frame.status == "FINISHED", "run_key"])
     frame = frame[(frame.status == "FINISHED") | ~frame.run_key.isin(finished)]
-    return frame.sort_values(["corpus", "model", "seed"]).reset_index(drop=True)
+    frame = frame.sort_values(["corpus", "model", "seed"]).reset_index(drop=True)
+    return _with_first_seed_topics(client, frame)
+
+
+def _with_first_seed_topics(client, frame: pd.DataFrame) -> pd.DataFrame:
+    """Every model's topics on every corpus, from its first finished seed (the "topics" section
+    sets them side by side): ``topics_json``, each record with the topic's ``prevalence`` where
+    the run's topic-document matrix can be read."""
+    frame = frame.copy()
+    frame["topics_json"] = frame["topics_json"].astype(object) if "topics_json" in frame else None
+    done = frame[frame.status == "FINISHED"]
+    for _, group in done.groupby(["corpus", "model"]):
+        index = group.seed.idxmin()
+        text = frame.at[index, "topics_json"]
+        text = text if isinstance(text, str) else _topics_artifact(client, frame.at[index, "run_id"])  # NaN: not read yet
+        frame.at[index, "topics_json"] = _with_prevalence(client, frame.at[index, "run_id"], text)
+    return frame
+
+
+def _with_prevalence(client, run_id: str, text: str | None) -> str | None:
+    """``topics.json``'s records, each with its topic's share of the documents (the mean of
+    p(topic | document) over the documents), or the text as it was where that cannot be read."""
+    import tempfile
+
+    import numpy as np
+
+    from topicbench.core.output import read_matrix
+
+    if not text:
+        return text
+    try:
+        with tempfile.TemporaryDirectory(prefix="topicbench-topics-") as folder:
+            path = client.download_artifacts(run_id, "output/matrices.npz", folder)
+            with np.load(path) as arrays:
+                matrix = read_matrix(arrays, "topic_document_matrix")
+                shares = np.asarray(matrix.sum(axis=1)).ravel() / max(matrix.shape[1], 1)
+        records = json.loads(text)
+        for record in records:
+            record["prevalence"] = float(shares[record["topic"]])
+        return json.dumps(records, ensure_ascii=False)
+    except Exception as error:  # the topics are still shown, in the model's own order
+        logger.warning("run %s: no topic prevalence (%s)", run_id, error)
+        return text
 
 
 def _topics_artifact(client, run_id: str):
@@ -127,8 +169,32 @@ def write_report(report: Report, data: ReportData, folder) -> dict:
             f"--out OTHER_FOLDER`"
         ) from None
     failed = ~data.runs.status.isin(["FINISHED", "RUNNING"])
-    return {"markdown": str(folder / "report.md"), "html": str(folder / "report.html"),
+    files = [str(folder / "report.md"), str(folder / "report.html"), *map(str, images.values())]
+    return {"markdown": str(folder / "report.md"), "html": str(folder / "report.html"), "files": files,
             "finished": int(len(data.finished)), "failed": int(failed.sum())}
+
+
+def log_report_to_parent(tracking_uri: str, experiment: str, files) -> str | None:
+    """Log the report's ``files`` (Markdown, HTML, plots) as artifacts (``report/``) of the
+    experiment's latest benchmark parent run, so the tracking UI shows the report beside the runs;
+    the run's id, or None where there is no parent or the store does not take them (a warning:
+    the report on disk stands)."""
+    from mlflow.tracking import MlflowClient
+
+    try:
+        client = MlflowClient(tracking_uri)
+        found = client.get_experiment_by_name(experiment)
+        parents = [] if found is None else client.search_runs(
+            [found.experiment_id], filter_string=f"tags.`topicbench.role` = '{PARENT_ROLE}'",
+            max_results=1, order_by=["attributes.start_time DESC"])
+        if not parents:
+            return None
+        for path in files:
+            client.log_artifact(parents[0].info.run_id, path, "report")
+        return parents[0].info.run_id
+    except Exception as error:  # noqa: BLE001 - the report is written; the store only mirrors it
+        logger.warning("the report was not logged to the benchmark's parent run: %s", error)
+        return None
 
 
 @task(name="collect_config", cache_policy=NONE)
@@ -144,3 +210,8 @@ def collect_stability_task(tracking_uri: str, runs: pd.DataFrame) -> StabilityFi
 @task(name="write_report", cache_policy=NONE)
 def write_report_task(report: Report, data: ReportData, folder) -> dict:
     return write_report(report, data, folder)
+
+
+@task(name="log_report_to_parent", cache_policy=NONE)
+def log_report_to_parent_task(tracking_uri: str, experiment: str, files) -> str | None:
+    return log_report_to_parent(tracking_uri, experiment, files)

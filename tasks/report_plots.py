@@ -18,11 +18,14 @@ from topicbench.core.io import replaced_atomically
 
 logger = logging.getLogger(__name__)
 
-#: Twelve well-separated colours (matplotlib's tab10, black, ochre) and eleven markers: model i
-#: takes colour i mod 12 and marker i mod 11, so up to 132 models differ in colour or marker.
+#: Twenty colours told apart on white (matplotlib's tab10, then ten more of other hues or
+#: darkness: black, ochre, navy, magenta, teal, salmon, violet, lime, lavender, aqua) and thirteen
+#: markers: model i takes colour i mod 20 and marker i mod 13, so 20 models differ in colour and
+#: up to 260 in colour or marker.
 COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
-           "#17becf", "#000000", "#a6761d")
-MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "p", "h")
+           "#17becf", "#000000", "#a6761d", "#08306b", "#e7298a", "#1b9e77", "#fb9a99", "#6a3d9a", "#b2df8a",
+           "#cab2d6", "#80cdc1")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "p", "h", "*", "d")
 SEED_LINES = ("-", "--", ":", "-.")
 DPI = 110
 
@@ -72,6 +75,7 @@ def coherence_figure(runs: pd.DataFrame, styles: dict, *, corpus: str, measures)
     for axis, (key, title) in zip(axes[0], panels):
         columns = _sizes(done.columns, key)
         sizes = [int(c.split("@")[1]) for c in columns]
+        curves = {}
         for model, style in styles.items():
             values = done.loc[done.model == model, columns].to_numpy(dtype=float)
             if values.size == 0 or np.isnan(values).all():
@@ -83,8 +87,11 @@ def coherence_figure(runs: pd.DataFrame, styles: dict, *, corpus: str, measures)
             axis.plot(sizes, mean, label=model, linewidth=1.3, markersize=4, **style)
             if sd is not None:
                 axis.fill_between(sizes, mean - sd, mean + sd, alpha=0.12, color=style["color"])
+            curves[model] = mean
+        _clip_outliers(axis, curves, styles)
         axis.set_title(title, fontsize=10)
         axis.set_xlabel("top-N words", fontsize=8)
+        axis.set_ylabel(f"{title} (mean over seeds)", fontsize=8)
         axis.set_xticks(sizes)
         axis.tick_params(labelsize=7)
         axis.grid(alpha=0.3)
@@ -92,6 +99,52 @@ def coherence_figure(runs: pd.DataFrame, styles: dict, *, corpus: str, measures)
     figure.tight_layout()
     _legend_outside(figure, axes, "model")
     return figure
+
+
+#: A model is an outlier of a panel when its curve's mean lies this many interquartile ranges of
+#: the models' means beyond the quartiles (FASTopic's UMass near -14 against the others' -1 to -4).
+OUTLIER_IQRS = 3.0
+
+
+def outlier_models(centres: dict) -> list:
+    """The models whose value lies far outside the others' (:data:`OUTLIER_IQRS`); none with
+    fewer than four models, where quartiles say little."""
+    values = np.array([v for v in centres.values() if np.isfinite(v)])
+    if len(values) < 4:
+        return []
+    low, high = np.percentile(values, [25, 75])
+    spread = max(high - low, 1e-12)
+    return [m for m, v in centres.items() if np.isfinite(v) and not low - OUTLIER_IQRS * spread <= v <= high + OUTLIER_IQRS * spread]
+
+
+def _clip_outliers(axis, curves: dict, styles: dict) -> None:
+    """Fit the y-axis to the models that are not outliers, and name each outlier at the edge it
+    lies beyond, with its range of values, in its colour (one model far off would squash the others)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        centres = {model: float(np.nanmean(curve)) for model, curve in curves.items()}
+    outliers = outlier_models(centres)
+    inner = [curve for model, curve in curves.items() if model not in outliers]
+    if not outliers or not inner:
+        return
+    low, high = float(np.nanmin([np.nanmin(c) for c in inner])), float(np.nanmax([np.nanmax(c) for c in inner]))
+    margin = 0.12 * max(high - low, 1e-9)
+    axis.set_ylim(low - margin, high + margin)
+    below = [m for m in outliers if centres[m] < low]
+    for edge, models in ((0.02, below), (0.98, [m for m in outliers if m not in below])):
+        for i, model in enumerate(models):
+            lowest, highest = np.nanmin(curves[model]), np.nanmax(curves[model])
+            arrow = "↓" if edge < 0.5 else "↑"
+            axis.annotate(f"{arrow} {model}: {lowest:.3g} to {highest:.3g}", xy=(0.03, edge + (0.07 * i if edge < 0.5 else -0.07 * i)),
+                          xycoords="axes fraction", va="bottom" if edge < 0.5 else "top", fontsize=7,
+                          color=styles[model]["color"])
+
+
+def _loss_value_label(kind: str) -> str:
+    """The y-axis of a loss curve: the loss's name without its cadence, wrapped to the panel."""
+    import textwrap
+
+    return textwrap.fill(kind.split(" (")[0] or "training loss", 30)
 
 
 def _loss_axis_label(kind: str) -> str:
@@ -120,6 +173,7 @@ def training_figure(runs: pd.DataFrame, styles: dict, *, corpus: str):
                       linestyle=SEED_LINES[seeds.index(seed) % len(SEED_LINES)])
         axis.set_title(model, fontsize=9, color=styles[model]["color"])
         axis.set_xlabel(_loss_axis_label(group.training_loss_kind.iloc[0] or ""), fontsize=8)
+        axis.set_ylabel(_loss_value_label(group.training_loss_kind.iloc[0] or ""), fontsize=7)
         axis.grid(alpha=0.3)
         axis.tick_params(labelsize=7)
     for axis in list(axes.flat)[len(models):]:
@@ -139,28 +193,66 @@ def _seed_legend(figure, seeds) -> None:
                   fontsize=8, frameon=False)
 
 
+#: The fit-time axis's ticks over a wide range (seconds: 1 ms … 10 h), those within the data's range shown.
+TIME_TICKS = (1e-3, 1e-2, 0.1, 1.0, 10.0, 60.0, 600.0, 3600.0, 36000.0)
+
+
 def fit_time_figure(runs: pd.DataFrame, styles: dict, *, corpora):
-    """Mean fit seconds per corpus (in the order of ``corpora``), a bar per model in its colour, on
-    a log scale (fits range from seconds to hours)."""
+    """A dot plot of fit time: a panel per corpus (in the order of ``corpora``), a row per model,
+    its mean over seeds as a large marker in its colour and each seed as a small one, on a log axis
+    labelled in seconds, minutes and hours (fits range from milliseconds to hours)."""
     done = runs[runs.status == "FINISHED"]
     if "fit_seconds" not in done or done.fit_seconds.isna().all():
         return None
-    means = done.groupby(["corpus", "model"]).fit_seconds.mean()
-    models = [model for model in styles if model in set(m for _, m in means.index)]
+    done = done.dropna(subset=["fit_seconds"])
+    models = [model for model in styles if model in set(done.model)]
+    corpora = [corpus for corpus in corpora if corpus in set(done.corpus)]
     plt = _pyplot()
-    figure, axis = plt.subplots(figsize=(max(5.0, 1.0 + 0.28 * len(models) * len(corpora)), 3.2))
-    width = 0.8 / len(models)
-    for i, model in enumerate(models):
-        heights = [means.get((corpus, model), np.nan) for corpus in corpora]
-        positions = np.arange(len(corpora)) - 0.4 + (i + 0.5) * width
-        axis.bar(positions, heights, width, label=model, color=styles[model]["color"])
-    axis.set_xticks(np.arange(len(corpora)), corpora)
-    axis.set_yscale("log")
-    axis.set_ylabel("mean fit seconds (log scale)", fontsize=8)
-    axis.grid(alpha=0.3, axis="y")
+    figure, axes = plt.subplots(1, len(corpora), figsize=(3.4 * len(corpora) + 1.6, 0.9 + 0.26 * len(models)),
+                                sharey=True, sharex=True, squeeze=False)
+    rows = {model: len(models) - 1 - i for i, model in enumerate(models)}  # the config's first model on top
+    for axis, corpus in zip(axes[0], corpora):
+        here = done[done.corpus == corpus]
+        for model, group in here.groupby("model"):
+            if model not in rows:
+                continue
+            style = styles[model]
+            axis.scatter(group.fit_seconds, [rows[model]] * len(group), s=10, alpha=0.35, color=style["color"],
+                         marker=style["marker"], linewidths=0)
+            axis.scatter([group.fit_seconds.mean()], [rows[model]], s=42, color=style["color"], marker=style["marker"],
+                         edgecolors="white", linewidths=0.6, zorder=3)
+        axis.set_title(corpus, fontsize=9)
+        axis.grid(alpha=0.3, axis="x")
+        axis.set_xlabel("fit time (log scale)", fontsize=8)
+        axis.tick_params(labelsize=7)
+    _time_axis(axes[0][0], done.fit_seconds)
+    axes[0][0].set_yticks(list(rows.values()), list(rows))
+    axes[0][0].set_ylim(-0.7, len(models) - 0.3)
     figure.tight_layout()
-    _legend_outside(figure, [axis], "model")
     return figure
+
+
+def _time_axis(axis, seconds: pd.Series) -> None:
+    """A log x-axis over ``seconds`` ticked at round durations: 1 s, 10 s, 1 min, 10 min, … over a
+    wide range, 1-2-5 steps (1 s, 2 s, 5 s) over a narrow one."""
+    positive = seconds[seconds > 0]
+    low, high = float(positive.min()) / 1.8, float(positive.max()) * 1.8
+    axis.set_xscale("log")
+    axis.set_xlim(low, high)
+    ticks = [value for value in TIME_TICKS if low <= value <= high]
+    if len(ticks) < 3:
+        steps = [step * 10.0 ** power for power in range(-4, 6) for step in (1, 2, 5)]
+        ticks = [value for value in steps if low <= value <= high]
+    axis.set_xticks(ticks, [duration_label(value) for value in ticks])
+    axis.minorticks_off()
+
+
+def duration_label(seconds: float) -> str:
+    """A round duration as a reader says it: 0.01 -> "10 ms", 60 -> "1 min", 7200 -> "2 h"."""
+    for limit, unit, size in ((1.0, "ms", 1e-3), (60.0, "s", 1.0), (3600.0, "min", 60.0), (np.inf, "h", 3600.0)):
+        if seconds < limit:
+            return f"{seconds / size:.3g} {unit}"
+    return f"{seconds:g} s"
 
 
 def write_plots(plots, runs: pd.DataFrame, folder, models) -> dict:

@@ -1,9 +1,14 @@
 """Rendering a built report as Markdown and as one self-contained HTML page.
 
-The only place numbers become text: an :class:`Estimate` is ``mean ± sd`` (with ``(N=…)`` when it
-was scored at a smaller top-N, and ``(n=…)`` when it rests on fewer seeds than asked for), a
-:class:`Share` is ``k/n``, a missing value a dash; a table's ``formats`` override a column. The
-best cell of a column is bold in both outputs.
+The only place numbers become text. Every number is shown to :data:`DIGITS` significant digits
+(never rounding away an integer part: 2585 stays 2585); an :class:`Estimate` is ``mean ± sd``,
+or its mean alone where every seed gave the same value (said once under its table), with
+``(N=…)`` when it was scored at a smaller top-N (grey in HTML) and ``(n=…)`` when it rests on
+fewer seeds than asked for; a table's ``unit`` shows seconds as µs, ms, s, min or h and counts as
+whole numbers; a :class:`Share` is ``k/n``, a missing value a dash; a table's ``formats`` override
+a column. The best cell of a column is bold in both outputs; a ranked table (the summary) shows
+each cell's rank as a circled number in Markdown and as a green-to-red background in HTML.
+Every section heading has an anchor, and a list of links to them follows the opening sections.
 """
 
 from __future__ import annotations
@@ -11,26 +16,51 @@ from __future__ import annotations
 import base64
 import html
 import math
+import re
 from pathlib import Path
 
 import pandas as pd
 
 from .report_sections import Plot, Report, Section
 from .report_statistics import Flip
-from .report_tables import Estimate, ReportTable, Share
+from .report_tables import Estimate, ReportTable, Share, TopicWords
 
 MISSING = "–"
+#: Significant digits of every number shown (an sd: two).
+DIGITS = 3
+#: Said once under a table where some estimate shows no ± (an sd of exactly 0 over its seeds).
+NO_SPREAD_NOTE = "No ±: the same value on every seed."
+#: Durations: (largest value in seconds shown in this unit, unit, seconds per unit); above 120 s
+#: minutes read better than seconds, above 2 h hours.
+DURATION_UNITS = ((1e-3, "µs", 1e-6), (1.0, "ms", 1e-3), (120.0, "s", 1.0), (7200.0, "min", 60.0), (math.inf, "h", 3600.0))
 STYLE = """body{font-family:system-ui,sans-serif;max-width:1360px;margin:2em auto;padding:0 1em;color:#222;line-height:1.4}
 h2{margin-top:1.8em;border-bottom:1px solid #ddd;padding-bottom:0.2em}
+nav.contents ol{columns:2;font-size:0.9em;margin:0.3em 0 1em} nav.contents a{text-decoration:none}
+div.table{max-width:100%;overflow-x:auto}
 table.results{border-collapse:collapse;margin:0.3em 0 0.4em;font-size:0.88em}
 table.results caption{text-align:left;font-weight:600;padding:0.2em 0}
 table.results th,table.results td{border-bottom:1px solid #e3e3e3;padding:0.22em 0.55em;text-align:left;vertical-align:top}
 table.results th{background:#f3f3f3;position:sticky;top:0}
+table.results th.group{text-align:center;border-left:2px solid #fff}
 table.results td.number{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 table.results td.best{background:#eef6ee}
+table.results td.smaller-n{color:#999}
+table.summary{font-size:0.82em} table.summary th{font-weight:600;font-size:0.92em;position:static}
+table.summary th,table.summary td{padding:0.22em 0.4em} table.summary td.number{white-space:normal;min-width:4.2em}
+table.topics{table-layout:fixed;width:100%} table.topics td{font-size:0.95em} table.topics th:first-child{width:9em}
 p.table-note{font-size:0.8em;color:#666;margin:0 0 1.4em}
 div.table-row{display:flex;flex-wrap:wrap;gap:0 2em;align-items:flex-start}
 img{max-width:100%;margin:0.5em 0 1.5em;display:block} code{background:#f3f3f3}"""
+
+
+# ----------------------------------------------------------------------------------------------
+# Numbers
+# ----------------------------------------------------------------------------------------------
+
+
+def _decimals(value: float, digits: int) -> int:
+    """Decimals that show ``value`` to ``digits`` significant digits, never fewer than none."""
+    return max(digits - 1 - math.floor(math.log10(abs(value))), 0) if value and math.isfinite(value) else 0
 
 
 def _significant(value: float, digits: int) -> str:
@@ -44,17 +74,65 @@ def _significant(value: float, digits: int) -> str:
     return f"{round(value, decimals):.{max(decimals, 0)}f}"
 
 
-def format_estimate(value: Estimate) -> str:
-    """``mean ± sd`` to 4 and 2 significant digits; an sd below rounding noise of the mean is 0."""
-    text = _significant(value.mean, 4)
-    if value.n > 1 and math.isfinite(value.sd):
-        noise = abs(value.mean) * 1e-9
-        text += " ± " + ("0" if value.sd <= noise else _significant(value.sd, 2))
+def format_number(value: float, digits: int = DIGITS) -> str:
+    """``value`` to ``digits`` significant digits, its integer part whole (2585, 0.272, -1.65)."""
+    if value == 0 or not math.isfinite(value) or not 1e-4 <= abs(value) < 1e6:
+        return _significant(value, digits)
+    return f"{value:.{_decimals(value, digits)}f}"
+
+
+def _spread(sd: float, mean_decimals: int) -> str:
+    """An sd to two significant digits, or ``<0.0001`` where it is below a tenth of the mean's
+    last shown digit (which no reader of the mean can see)."""
+    floor = 10.0 ** -(mean_decimals + 1)
+    if sd < floor:
+        return f"<{floor:.{mean_decimals + 1}f}"
+    return _significant(sd, 2) if sd >= 1e-4 else f"{sd:.{_decimals(sd, 2)}f}"  # plain, like its mean
+
+
+def same_on_every_seed(value) -> bool:
+    """Whether an estimate over several seeds has an sd of 0 (up to rounding noise of its mean)."""
+    return isinstance(value, Estimate) and value.n > 1 and math.isfinite(value.sd) and value.sd <= abs(value.mean) * 1e-9
+
+
+def duration_unit(seconds: float) -> tuple:
+    """(unit, seconds per unit) that shows ``seconds`` best: 6.5e-3 -> ms, 140 -> min."""
+    return next((unit, size) for limit, unit, size in DURATION_UNITS if abs(seconds) < limit)
+
+
+def format_estimate(value: Estimate, unit: str = "", spread: bool = True) -> str:
+    """``mean ± sd`` (``spread``), the mean in :data:`DIGITS` significant digits and the sd in two;
+    no ± where every seed gave the same value; in the table's ``unit`` (see :func:`format_quantity`)."""
+    scale, suffix = 1.0, ""
+    if unit == "seconds" and math.isfinite(value.mean):
+        suffix, scale = duration_unit(value.mean)
+        suffix = f" {suffix}"
+    mean = value.mean / scale
+    text = str(round(mean)) if unit == "count" and float(mean).is_integer() else format_number(mean)
+    if spread and value.n > 1 and math.isfinite(value.sd) and not same_on_every_seed(value):
+        text += " ± " + _spread(value.sd / scale, len(text.partition(".")[2]))
+    text += suffix
     if value.scored_at is not None:
         text += f" (N={value.scored_at})"
     if value.expected and value.n < value.expected:
         text += f" (n={value.n})"
     return text
+
+
+def format_quantity(value: float, unit: str = "") -> str:
+    """A plain number in a table's unit: seconds as µs/ms/s/min/h, a count whole where it is."""
+    if unit == "seconds":
+        name, size = duration_unit(value)
+        return f"{format_number(value / size)} {name}"
+    if unit == "count" and float(value).is_integer():
+        return str(int(value))
+    return format_number(value)
+
+
+def format_topic(topic: TopicWords) -> str:
+    """A topic's words, and its share of the documents where known: ``tax cut vote (4.2%)``."""
+    share = f" ({_significant(topic.share * 100, 2)}%)" if topic.share is not None else ""
+    return " ".join(topic.words) + share
 
 
 def format_flip(flip: Flip) -> str:
@@ -63,7 +141,7 @@ def format_flip(flip: Flip) -> str:
     return f"{flip.first} ({a_base}→{a_other}) vs {flip.second} ({b_base}→{b_other})"
 
 
-def format_value(value, style=None, *, separator: str = "; ") -> str:
+def format_value(value, style=None, *, separator: str = "; ", unit: str = "", spread: bool = True) -> str:
     """One cell as text: ``style`` (a format string or callable) first, then by the value's type."""
     if callable(style):
         return style(value)
@@ -72,15 +150,17 @@ def format_value(value, style=None, *, separator: str = "; ") -> str:
     if style is not None:
         return style.format(value)
     if isinstance(value, Estimate):
-        return format_estimate(value)
+        return format_estimate(value, unit, spread)
     if isinstance(value, Share):
         return f"{value.count}/{value.total}"
     if isinstance(value, Flip):
         return format_flip(value)
+    if isinstance(value, TopicWords):
+        return format_topic(value)
     if isinstance(value, tuple):
         return separator.join(format_value(item, separator=separator) for item in value) or "none"
     if isinstance(value, float):
-        return _significant(value, 4)
+        return format_quantity(value, unit)
     return str(value)
 
 
@@ -88,14 +168,50 @@ def format_table(table: ReportTable, *, separator: str = "; ") -> pd.DataFrame:
     """The table's cells as text, one column format or type rule each (no marking)."""
     cells = table.cells
     return pd.DataFrame(
-        {column: [format_value(v, table.formats.get(column), separator=separator) for v in cells[column]]
+        {column: [format_value(v, table.formats.get(column), separator=separator, unit=table.unit, spread=table.spread)
+                  for v in cells[column]]
          for column in cells.columns},
         index=cells.index, columns=cells.columns,
     )
 
 
+def table_notes(table: ReportTable) -> list[str]:
+    """The lines under a table: its own note, and that an estimate without ± was the same on
+    every seed (where one is shown so)."""
+    notes = [table.note] if table.note else []
+    if table.spread and any(same_on_every_seed(value) for column in table.cells for value in table.cells[column]):
+        notes.append(NO_SPREAD_NOTE)
+    return notes
+
+
 def _is_number(value) -> bool:
+    """A cell to right-align (a NaN is a missing value of any column, not a number)."""
+    if isinstance(value, float) and math.isnan(value):
+        return False
     return isinstance(value, (int, float, Estimate, Share)) and not isinstance(value, bool)
+
+
+def circled(rank: int) -> str:
+    """A rank as one compact character: ① … ⑳, then (21), (22), …"""
+    return chr(0x2460 + rank - 1) if 1 <= rank <= 20 else f"({rank})"
+
+
+def anchors(sections) -> list[str]:
+    """Each section's anchor, as GitHub makes it from a heading (lower case, punctuation dropped,
+    spaces as hyphens, ``-1`` … on repeats), so the Markdown's links work where it is shown."""
+    found, seen = [], {}
+    for section in sections:
+        slug = re.sub(r"[^\w\- ]", "", section.title.lower()).replace(" ", "-")
+        count = seen.get(slug, 0)
+        seen[slug] = count + 1
+        found.append(slug if count == 0 else f"{slug}-{count}")
+    return found
+
+
+def _ordered(report: Report) -> tuple[list, list]:
+    """(opening sections, the others), each a list of (section, anchor)."""
+    pairs = list(zip(report.sections, anchors(report.sections)))
+    return [p for p in pairs if p[0].opening], [p for p in pairs if not p[0].opening]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -103,7 +219,7 @@ def _is_number(value) -> bool:
 # ----------------------------------------------------------------------------------------------
 
 
-def markdown_table(table: ReportTable) -> str:
+def markdown_table(table: ReportTable, with_notes: bool = True) -> str:
     if table.empty:
         return "(no data)\n"
     text = format_table(table)
@@ -111,31 +227,49 @@ def markdown_table(table: ReportTable) -> str:
     lines.append("| " + " | ".join(map(str, text.columns)) + " |")
     lines.append("|" + "|".join("---" for _ in text.columns) + "|")
     for row, values in enumerate(text.itertuples(index=False)):
-        cells = [_markdown_cell(value, (row, column) in table.best) for column, value in zip(text.columns, values)]
+        cells = [_markdown_cell(value, (row, column) in table.best, table.ranks.get((row, column)))
+                 for column, value in zip(text.columns, values)]
         lines.append("| " + " | ".join(cells) + " |")
-    if table.note:
-        lines.append(f"\n{table.note}")
+    if with_notes and table_notes(table):
+        lines.append("\n" + " ".join(table_notes(table)))
     return "\n".join(lines) + "\n"
 
 
-def _markdown_cell(text: str, best: bool) -> str:
+def _markdown_cell(text: str, best: bool, rank: int | None = None) -> str:
     text = text.replace("|", "/")
-    return f"**{text}**" if best else text
+    text = f"**{text}**" if best else text
+    return f"{text} {circled(rank)}" if rank is not None else text
+
+
+def _markdown_blocks(section: Section, images: dict) -> list[str]:
+    """The blocks of a section; the notes of titled tables read side by side (one metric each)
+    are said once, under the last table that has them."""
+    parts, blocks = [], section.blocks
+    for i, block in enumerate(blocks):
+        if isinstance(block, ReportTable):
+            following = blocks[i + 1] if i + 1 < len(blocks) else None
+            repeated = (isinstance(following, ReportTable) and following.title and block.title
+                        and table_notes(following) == table_notes(block))
+            parts.append(markdown_table(block, with_notes=not repeated))
+        elif isinstance(block, Plot):
+            if block.file_name in images:
+                parts.append(f"![{block.alt}]({block.file_name})\n")
+        else:
+            parts.append(block + "\n")
+    return parts
 
 
 def render_markdown(report: Report, images: dict) -> str:
-    """The report as Markdown; plots link to their PNG files beside ``report.md``."""
+    """The report as Markdown: the opening sections (the summary), a list of links to every
+    section, then the others; plots link to their PNG files beside ``report.md``."""
+    opening, rest = _ordered(report)
     parts = [f"# {report.title}\n", *(line + "\n" for line in report.lead)]
-    for section in report.sections:
-        parts.append(f"## {section.title}\n")
-        for block in section.blocks:
-            if isinstance(block, ReportTable):
-                parts.append(markdown_table(block))
-            elif isinstance(block, Plot):
-                if block.file_name in images:
-                    parts.append(f"![{block.alt}]({block.file_name})\n")
-            else:
-                parts.append(block + "\n")
+    for section, _ in opening:
+        parts += [f"## {section.title}\n", *_markdown_blocks(section, images)]
+    if report.sections:
+        parts.append("**Contents**\n\n" + "\n".join(f"- [{section.title}](#{anchor})" for section, anchor in opening + rest) + "\n")
+    for section, _ in rest:
+        parts += [f"## {section.title}\n", *_markdown_blocks(section, images)]
     return "\n".join(parts)
 
 
@@ -144,26 +278,60 @@ def render_markdown(report: Report, images: dict) -> str:
 # ----------------------------------------------------------------------------------------------
 
 
-def html_table(table: ReportTable) -> str:
+def rank_colour(rank: int, ranked: int) -> str:
+    """A light background from green (rank 1) through yellow to red (last of ``ranked``)."""
+    position = 0.0 if ranked <= 1 else (rank - 1) / (ranked - 1)
+    return f"hsl({round(120 * (1 - position))},65%,86%)"
+
+
+def _html_head(table: ReportTable, columns) -> str:
+    """One header row, or two where the table groups its columns (a metric over its corpora)."""
+    if not table.column_groups:
+        return "<tr>" + "".join(f"<th>{_breakable(column)}</th>" for column in columns) + "</tr>"
+    groups, labels = [], []
+    for column in columns:
+        group, label = table.column_groups.get(column, ("", column))
+        if groups and groups[-1][0] == group:
+            groups[-1][1] += 1
+        else:
+            groups.append([group, 1])
+        labels.append(f"<th>{_breakable(label)}</th>")
+    top = "".join(f"<th class='group' colspan='{span}'>{html.escape(group)}</th>" for group, span in groups)
+    return f"<tr>{top}</tr><tr>{''.join(labels)}</tr>"
+
+
+def _breakable(text) -> str:
+    """Header text that may wrap after an underscore or a dot (``20ng_politics``)."""
+    return re.sub(r"([_.])", r"\1<wbr>", html.escape(str(text)))
+
+
+def _html_cell(table: ReportTable, row: int, column, text: str, numeric: bool, ranked: dict) -> str:
+    value = table.cells[column].iloc[row]
+    best, rank = (row, column) in table.best, table.ranks.get((row, column))
+    classes = [c for c, on in (("number", numeric), ("best", best),
+                               ("smaller-n", isinstance(value, Estimate) and value.scored_at is not None)) if on]
+    content = html.escape(text).replace("\n", "<br>")
+    content = f"<strong>{content}</strong>" if best else content
+    attributes = f" class='{' '.join(classes)}'" if classes else ""
+    if rank is not None:
+        attributes += f" style='background:{rank_colour(rank, ranked[column])}' title='rank {rank} of {ranked[column]}'"
+    return f"<td{attributes}>{content}</td>"
+
+
+def html_table(table: ReportTable, with_notes: bool = True) -> str:
     if table.empty:
         return "<p>(no data)</p>"
     text = format_table(table, separator="\n")
     caption = f"<caption>{html.escape(table.title)}</caption>" if table.title else ""
-    head = "".join(f"<th>{html.escape(str(column))}</th>" for column in text.columns)
     numeric = {column for column in text.columns if any(_is_number(value) for value in table.cells[column])}
-    rows = []
-    for row in range(len(text)):
-        cells = []
-        for column in text.columns:
-            best = (row, column) in table.best
-            classes = " ".join(c for c, on in (("number", column in numeric), ("best", best)) if on)
-            content = html.escape(text[column].iloc[row]).replace("\n", "<br>")
-            content = f"<strong>{content}</strong>" if best else content
-            cells.append(f"<td class='{classes}'>{content}</td>" if classes else f"<td>{content}</td>")
-        rows.append("<tr>" + "".join(cells) + "</tr>")
-    note = f"<p class='table-note'>{html.escape(table.note)}</p>" if table.note else ""
-    return (f"<div class='table'><table class='results'>{caption}<thead><tr>{head}</tr></thead>"
-            f"<tbody>{''.join(rows)}</tbody></table>{note}</div>")
+    ranked = {column: sum(1 for (_, c) in table.ranks if c == column) for column in text.columns}
+    rows = ("<tr>" + "".join(_html_cell(table, row, column, text[column].iloc[row], column in numeric, ranked)
+                             for column in text.columns) + "</tr>" for row in range(len(text)))
+    kind = " summary" if table.ranks else " topics" if any(
+        isinstance(value, TopicWords) for column in table.cells for value in table.cells[column]) else ""
+    notes = "".join(f"<p class='table-note'>{html.escape(note)}</p>" for note in table_notes(table)) if with_notes else ""
+    return (f"<div class='table'><table class='results{kind}'>{caption}<thead>{_html_head(table, text.columns)}</thead>"
+            f"<tbody>{''.join(rows)}</tbody></table>{notes}</div>")
 
 
 def _html_block(block, images: dict) -> str:
@@ -177,25 +345,33 @@ def _html_block(block, images: dict) -> str:
     return f"<p>{html.escape(block)}</p>"
 
 
-def _html_section(section: Section, images: dict) -> str:
-    """The heading and the blocks; titled tables next to each other share a row (they are read
-    side by side: one metric each, same models and corpora)."""
-    parts, group = [f"<h2>{html.escape(section.title)}</h2>"], []
+def _html_section(section: Section, anchor: str, images: dict) -> str:
+    """The heading (with its anchor) and the blocks; titled tables next to each other share a row
+    (they are read side by side: one metric each, same models and corpora), and their notes are
+    said once under the row."""
+    parts, group, notes = [f"<h2 id='{anchor}'>{html.escape(section.title)}</h2>"], [], []
     for block in (*section.blocks, None):
         if isinstance(block, ReportTable) and block.title:
-            group.append(html_table(block))
+            group.append(html_table(block, with_notes=False))
+            notes += [note for note in table_notes(block) if note not in notes]
             continue
         if group:
-            parts.append(f"<div class='table-row'>{''.join(group)}</div>")
-            group = []
+            said = "".join(f"<p class='table-note'>{html.escape(note)}</p>" for note in notes)
+            parts.append(f"<div class='table-row'>{''.join(group)}</div>{said}")
+            group, notes = [], []
         if block is not None:
             parts.append(_html_block(block, images))
     return "".join(parts)
 
 
 def render_html(report: Report, images: dict) -> str:
-    """The report as one self-contained page: the plots are embedded, the style inline."""
+    """The report as one self-contained page: the plots are embedded, the style inline; the
+    opening sections (the summary) first, then a list of links to every section."""
+    opening, rest = _ordered(report)
     lead = "".join(f"<p>{html.escape(line)}</p>" for line in report.lead)
-    body = f"<h1>{html.escape(report.title)}</h1>{lead}" + "".join(_html_section(s, images) for s in report.sections)
+    links = "".join(f"<li><a href='#{anchor}'>{html.escape(section.title)}</a></li>" for section, anchor in opening + rest)
+    contents = f"<nav class='contents'><strong>Contents</strong><ol>{links}</ol></nav>" if report.sections else ""
+    body = (f"<h1>{html.escape(report.title)}</h1>{lead}" + "".join(_html_section(s, a, images) for s, a in opening)
+            + contents + "".join(_html_section(s, a, images) for s, a in rest))
     return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(report.title)}</title>"
             f"<style>{STYLE}</style></head><body>{body}</body></html>")

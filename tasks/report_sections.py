@@ -23,7 +23,8 @@ from . import report_plots as plots
 from .report_stability import StabilityFindings, stability_remarks, stability_tables
 from .report_statistics import ranking_agreement, set1_table
 from .report_tables import (
-    FINISHED, ReportTable, changed_settings_table, elda_topics, metric_pivot, pair_order, run_status, training_table,
+    FINISHED, ReportTable, changed_settings_table, elda_topics, metric_pivot, model_topics, pair_order, run_status,
+    summary_table, training_table,
 )
 
 #: Section builders by name: ``builder(data: ReportData) -> Section | None`` (None: nothing to show).
@@ -31,13 +32,17 @@ REPORT_SECTIONS = Registry("report section")
 
 #: The sections of an ordinary benchmark's report, in order.
 DEFAULT_REPORT_SECTIONS = (
-    "changed_settings", "notes", "set1", "coherence", "llm_judged", "diversity", "training", "fit_time", "robustness",
-    "stability", "elda_topics", "failed_runs",
+    "summary", "changed_settings", "notes", "set1", "coherence", "llm_judged", "diversity", "training", "fit_time", "robustness",
+    "stability", "topics", "elda_topics", "failed_runs",
 )
 
 #: The N at which tables compare models (the coherence plots show every N).
 TABLE_N = 10
 COHERENCE_MEASURES = (("umass", "UMass"), ("npmi", "NPMI"), ("cv", "C_V"), ("embedding_pairwise", "embedding (pairwise)"))
+#: The metrics of the summary that opens the report (those the config asks for), at N = TABLE_N.
+SUMMARY_MEASURES = (*COHERENCE_MEASURES, ("topic_diversity", "TD"))
+#: How much of each model's topics the "topics" section shows.
+TOPICS_SHOWN, TOPIC_WORDS_SHOWN = 5, 8
 
 
 @dataclass(frozen=True)
@@ -52,10 +57,12 @@ class Plot:
 
 @dataclass(frozen=True)
 class Section:
-    """A heading and its blocks in reading order: paragraphs (str), :class:`ReportTable`, :class:`Plot`."""
+    """A heading and its blocks in reading order: paragraphs (str), :class:`ReportTable`, :class:`Plot`;
+    an ``opening`` section (the summary) is shown above the table of contents."""
 
     title: str
     blocks: tuple = ()
+    opening: bool = False
 
 
 @dataclass(frozen=True)
@@ -169,6 +176,17 @@ def table_section(title: str, text: str, table: ReportTable, *more) -> Section |
     return None if table.empty else Section(title, (text, table, *more))
 
 
+@register_section("summary")
+def summary_section(data: ReportData) -> Section | None:
+    """Who wins where, in one table: every model's mean under each main metric on each corpus."""
+    asked = set((data.config or {}).get("metrics") or [key for key, _ in SUMMARY_MEASURES])
+    keys = [(f"{key}@{TABLE_N}", f"{title}@{TABLE_N}") for key, title in SUMMARY_MEASURES if key in asked]
+    table = summary_table(data.runs, keys, models=data.models, corpora=data.corpora, expected=len(data.seeds))
+    if table.empty or len(table.cells.columns) < 2:
+        return None
+    return Section("Summary: who wins where", (table,), opening=True)
+
+
 @register_section("changed_settings")
 def changed_settings_section(data: ReportData) -> Section | None:
     return table_section(
@@ -194,11 +212,12 @@ def set1_section(data: ReportData) -> Section | None:
     )
 
 
-def pivots(data: ReportData, columns) -> list:
-    """For each (score key or column, title): its models x corpora table, titled."""
+def pivots(data: ReportData, columns, keep_empty: bool = False) -> list:
+    """For each (score key or column, title): its models x corpora table, titled (the empty ones
+    dropped, unless ``keep_empty``)."""
     tables = (replace(metric_pivot(data.runs, key, models=data.models, corpora=data.corpora, expected=len(data.seeds)),
                       title=title) for key, title in columns)
-    return [table for table in tables if not table.empty]
+    return [table for table in tables if keep_empty or not table.empty]
 
 
 @register_section("coherence")
@@ -274,14 +293,16 @@ def training_section(data: ReportData) -> Section | None:
 
 @register_section("fit_time")
 def fit_time_section(data: ReportData) -> Section:
-    columns = [("fit_seconds", "fit seconds"), ("setup_seconds", "setup seconds"),
+    columns = [("fit_seconds", "fit time"), ("setup_seconds", "setup time"),
                ("peak_memory_mb", "peak memory MB"), ("num_topics_used", "topics used")]
+    units = {"fit_seconds": "seconds", "setup_seconds": "seconds", "num_topics_used": "count"}
+    tables = [replace(table, unit=units.get(key, "")) for (key, _), table in zip(columns, pivots(data, columns, keep_empty=True))]
     return Section("Fit time and memory", (
-        "Fit seconds are the training alone. One-time work before it (numba compiling E-LDA's kernels "
+        "Fit time is the training alone. One-time work before it (numba compiling E-LDA's kernels "
         "once per worker process, or loading them from numba's cache; loading cached document "
-        "embeddings and the torch modules) is timed apart as setup seconds.",
+        "embeddings and the torch modules) is timed apart as setup time.",
         Plot("fit_time.png", "fit time per model and corpus", partial(plots.fit_time_figure, corpora=data.corpora)),
-        *pivots(data, columns),
+        *(table for table in tables if not table.empty),
     ))
 
 
@@ -319,6 +340,21 @@ def stability_section(data: ReportData) -> Section | None:
         return None
     return Section("Stability across seeds: do other seeds find the same topics?",
                    (*((STABILITY_TEXT,) if tables else ()), *tables, *remarks))
+
+
+@register_section("topics")
+def topics_section(data: ReportData) -> Section | None:
+    """Every model's topics side by side, a table per corpus."""
+    tables = model_topics(data.runs, corpora=data.corpora, models=data.models, topics=TOPICS_SHOWN, words=TOPIC_WORDS_SHOWN)
+    if not tables:
+        return None
+    return Section("Topics: every model's most prevalent topics", (
+        f"Each model's {TOPICS_SHOWN} most prevalent topics on each corpus (their share of the documents, the mean of "
+        f"p(topic | document), in brackets; a run whose topic-document matrix could not be read shows its first "
+        f"topics in its own order), its top {TOPIC_WORDS_SHOWN} words each, from its first seed. Coherence is "
+        "stored per model, not per topic, so no topic's own coherence is shown.",
+        *tables,
+    ))
 
 
 @register_section("elda_topics")

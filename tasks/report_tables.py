@@ -57,6 +57,15 @@ class Share:
     total: int
 
 
+@dataclass(frozen=True)
+class TopicWords:
+    """A topic as a reader meets it: its top words, best first, and its share of the documents
+    (the mean of p(topic | document); None where not known)."""
+
+    words: tuple
+    share: float | None = None
+
+
 @dataclass(frozen=True, eq=False)
 class ReportTable:
     """A section's table before formatting.
@@ -74,6 +83,16 @@ class ReportTable:
         A line under the table (what is marked and why).
     title : str
         A caption over the table, where a section holds several.
+    ranks : mapping
+        (row position, column) -> rank within its column (1: the best), for tables read by rank
+        (the summary); the renderer colours or numbers these cells.
+    unit : str
+        What the numbers of the table count: ``"seconds"`` (shown as ms, s or min as reads best),
+        ``"count"`` (whole numbers) or ``""`` (plain).
+    spread : bool
+        Whether an :class:`Estimate` shows its sd (``mean ± sd``) or its mean alone.
+    column_groups : mapping
+        Column -> (group, label) for a two-row header (HTML), e.g. ``("UMass@10", "congress")``.
     """
 
     cells: pd.DataFrame
@@ -81,6 +100,10 @@ class ReportTable:
     formats: Mapping[str, str | Callable] = field(default_factory=dict)
     note: str = ""
     title: str = ""
+    ranks: Mapping = field(default_factory=dict)
+    unit: str = ""
+    spread: bool = True
+    column_groups: Mapping = field(default_factory=dict)
 
     @property
     def empty(self) -> bool:
@@ -160,10 +183,78 @@ def pivot_by_model(estimates: dict, *, models, corpora, key: str | None = None) 
     direction = higher_is_better(key) if key else None
     best = set()
     for corpus in corpora:
-        means = [np.nan if value is None or pd.isna(value) or value.scored_at else value.mean for value in cells[corpus]]
-        best.update((row, corpus) for row in best_rows(means, direction))
-    note = "" if direction is None else f"Bold: the best per corpus ({'higher' if direction else 'lower'} is better)."
-    return ReportTable(cells, frozenset(best), note=note)
+        best.update((row, corpus) for row in best_rows(_ranked_means(cells[corpus]), direction))
+    return ReportTable(cells, frozenset(best), note=best_rule(direction, key, _any_scored_smaller(cells, corpora)))
+
+
+def _ranked_means(values) -> list[float]:
+    """The means that take part in ranking a column: a value scored at a smaller N does not."""
+    return [np.nan if value is None or pd.isna(value) or value.scored_at else value.mean for value in values]
+
+
+def _any_scored_smaller(cells: pd.DataFrame, columns) -> bool:
+    return any(isinstance(value, Estimate) and value.scored_at for column in columns for value in cells[column])
+
+
+def best_rule(direction: bool | None, key: str | None, shorter: bool) -> str:
+    """The one rule that marks the best value of a column, in words: the highest (or lowest) mean
+    among the models scored at the column's N; with ``shorter``, what happens to the others."""
+    if direction is None:
+        return ""
+    size = (key or "").partition("@")[2]
+    among = f" among the models scored at N = {size}" if size.isdigit() else ""
+    rule = (f"Bold: the best per column, the {'highest' if direction else 'lowest'} mean "
+            f"({'higher' if direction else 'lower'} is better){among}.")
+    if shorter and size.isdigit():
+        rule += (f" A value scored at a smaller N (N=…: the model's topics have fewer than {size} words) is "
+                 "shown in grey and not ranked.")
+    return rule
+
+
+def ranks_of(values, higher: bool | None) -> dict:
+    """Position -> rank (1: the best; ties share the better rank) of the finite ``values``."""
+    series = pd.Series(np.asarray(values, dtype=np.float64))
+    if higher is None or series.isna().all():
+        return {}
+    ranks = series.rank(ascending=not higher, method="min")
+    return {int(position): int(rank) for position, rank in ranks.dropna().items()}
+
+
+def summary_table(runs: pd.DataFrame, keys, *, models, corpora, expected: int | None = None) -> ReportTable:
+    """Who wins where: models as rows, one column per (score key, corpus), each cell the mean over
+    seeds, ranked within its column by the metric's direction (values scored at a smaller N take
+    no part). ``keys`` are (score key, title) pairs at one N, e.g. ``("umass@10", "UMass@10")``."""
+    estimates = {key: metric_estimates(runs, key, expected) for key, _ in keys}
+    models = [model for model in models if any(pair[1] == model for found in estimates.values() for pair in found)]
+    columns, groups, ranks, best = {}, {}, {}, set()
+    for key, title in keys:
+        for corpus in corpora:
+            values = [estimates[key].get((corpus, model)) for model in models]
+            if all(value is None for value in values):
+                continue
+            column = f"{title} · {corpus}"
+            columns[column], groups[column] = values, (title, corpus)
+            for row, rank in ranks_of(_ranked_means(values), higher_is_better(key)).items():
+                ranks[(row, column)] = rank
+                if rank == 1:
+                    best.add((row, column))
+    cells = pd.DataFrame({"model": models, **columns})
+    return ReportTable(cells, frozenset(best), note=_summary_note(keys, _any_scored_smaller(cells, columns)),
+                       ranks=ranks, spread=False, column_groups=groups)
+
+
+def _summary_note(keys, shorter: bool) -> str:
+    directions = {key: higher_is_better(key) for key, _ in keys}
+    size = next(iter(directions), "").partition("@")[2]
+    lower = [title for key, title in keys if directions[key] is False]
+    order = ("higher is better for every metric here" if not lower
+             else f"higher is better, except {', '.join(lower)} (lower is better)")
+    rule = (f"Each cell: the mean over seeds at N = {size}, and its rank in its column (1: the best; {order}). "
+            f"Bold, the one rule for the best: the best mean among the models scored at N = {size}.")
+    if shorter:
+        rule += (f" A value scored at a smaller N (N=…: the model's topics have fewer than {size} words) is shown "
+                 "in grey and not ranked.")
+    return rule
 
 
 def metric_pivot(runs: pd.DataFrame, key: str, *, models, corpora, expected: int | None = None) -> ReportTable:
@@ -224,12 +315,39 @@ def elda_topics(runs: pd.DataFrame, limit: int = 15, words: int = 10) -> dict:
     """(corpus, E-LDA variant) -> its topics from one seed: keyword label and top words."""
     if "topics_json" not in runs:
         return {}
+    if "model_class" in runs:
+        runs = runs[runs.model_class == "elda"]
     topics = {}
     for (corpus, model), group in runs.dropna(subset=["topics_json"]).groupby(["corpus", "model"]):
         records = json.loads(group.iloc[0]["topics_json"])[:limit]
         rows = [(record.get("label") or "", " ".join(record["words"].split()[:words])) for record in records]
         topics[(corpus, model)] = ReportTable(pd.DataFrame(rows, columns=["keyword(s)", "top words"]))
     return topics
+
+
+def model_topics(runs: pd.DataFrame, *, corpora, models, topics: int = 5, words: int = 8) -> list[ReportTable]:
+    """One table per corpus (titled by it): each model's first ``topics`` topics from its first
+    seed (the most prevalent first where the run's prevalence was read, else in the model's own
+    order), its top ``words`` words each; models in the order of ``models``."""
+    if "topics_json" not in runs:
+        return []
+    done = finished_runs(runs).dropna(subset=["topics_json"]).sort_values("seed")
+    first = {pair: json.loads(group.iloc[0]["topics_json"]) for pair, group in done.groupby(["corpus", "model"])}
+    tables = []
+    for corpus in corpora:
+        rows = [_topic_row(model, first[(corpus, model)], topics, words) for model in models if (corpus, model) in first]
+        if rows:
+            tables.append(ReportTable(pd.DataFrame(rows), title=corpus))
+    return tables
+
+
+def _topic_row(model: str, records: list, topics: int, words: int) -> dict:
+    if all("prevalence" in record for record in records):
+        records = sorted(records, key=lambda record: -record["prevalence"])
+    row = {"model": model}
+    for place, record in enumerate(records[:topics], start=1):
+        row[f"topic {place}"] = TopicWords(tuple(record["words"].split()[:words]), record.get("prevalence"))
+    return row
 
 
 @dataclass(frozen=True)

@@ -199,7 +199,7 @@ def test_data_list_names_every_dataset_and_whether_it_is_cached(server, cache, m
     out = capsys.readouterr().out
     assert out.splitlines()[0] == f"data cache: {cache} (set $TOPICBENCH_DATA to change it)"
     rows = {line.split()[0]: line for line in out.splitlines()[2:]}
-    assert set(rows) == {"congress", "reuters", "20ng_politics", "BBC_News", "DBLP", "M10", "tiny"}
+    assert set(rows) == {"congress", "reuters", "20ng_politics", "BBC_News", "DBLP", "M10", "hoyle2021", "tiny"}
     assert re.search(r"congress\s+US congressional .*\s6\.0 MB\s+3,852\s+no$", rows["congress"])
     assert rows["tiny"].endswith(f"yes ({cache / 'tiny'})")
 

@@ -332,7 +332,7 @@ def test_ui_stopped_with_ctrl_c_takes_its_server_and_workers_down(tmp_path):
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     ui = subprocess.Popen(
-        [sys.executable, "-m", "topicbench.flows.cli", "ui", "--tracking-uri", store, "--port", str(port)],
+        [sys.executable, "-m", "topicbench.flows.cli", "ui", "--tracking-uri", store, "--port", str(port), "--no-browser"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=topicbench_env(tmp_path),
         preexec_fn=with_ctrl_c_restored,
     )

@@ -56,6 +56,44 @@ def test_report_has_every_section(tracked, tmp_path):
     # models as rows, corpora as columns, the best per corpus bold
     coherence = text[text.index("**UMass@10**"):text.index("**NPMI@10**")]
     assert "| model | toy |" in coherence and coherence.count("**") >= 4
+    # the report is also an artifact of the benchmark's parent run, beside the runs in the tracking UI
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracked)
+    logged = {item.path for item in client.list_artifacts(written["parent_run_id"], "report")}
+    assert {"report/report.md", "report/report.html", "report/coherence_toy.png"} <= logged
+    assert client.get_run(written["parent_run_id"]).data.tags["topicbench.role"] == "benchmark"
+
+
+def test_report_opens_with_a_summary_then_links_every_section_and_shows_every_models_topics(tracked, tmp_path):
+    import re
+
+    report("report-test", tracked, str(tmp_path / "out"))
+    text = (tmp_path / "out" / "report.md").read_text()
+    # the summary is the first heading and the first table: every model, each metric at N = 10 on each corpus
+    headings = [line for line in text.splitlines() if line.startswith("## ")]
+    assert headings[0] == "## Summary: who wins where" and text.index("| model |") > text.index(headings[0])
+    summary = text[text.index(headings[0]):text.index("**Contents**")]
+    assert "| model | UMass@10 · toy | NPMI@10 · toy | C_V@10 · toy | TD@10 · toy |" in summary
+    rows = [line for line in summary.splitlines() if line.startswith("| ") and "model" not in line]
+    assert [row.split(" | ")[0][2:] for row in rows] == ["elda", "gensim_lda", "gibbs_lda", "gibbs_sparse"]
+    assert all(re.search(r"-?\d\.\d+(\*\*)? [①②③④]", cell) for row in rows for cell in row.split(" | ")[1:])
+    assert summary.count("①") >= 4 and "the best mean among the models scored at N = 10" in summary
+    # the contents: a link to every heading's anchor
+    contents = text[text.index("**Contents**"):text.index(headings[1])]
+    assert contents.count("- [") == len(headings) and "- [Summary: who wins where](#summary-who-wins-where)" in contents
+    assert "(#robustness-does-the-umass-ranking-hold-under-other-metrics)" in contents
+    # numbers for reading: no e-notation in the fit-time tables, durations in units, counts whole
+    timing = text[text.index("## Fit time and memory"):text.index("## Robustness")]
+    assert not re.search(r"\de[-+]\d", timing) and re.search(r"\d (µs|ms|s|min)\b", timing)
+    used = timing[timing.index("**topics used**"):]
+    assert "| elda |" in used and not re.search(r"\| \d+\.\d+ (±|\|)", used.split("\n\n")[1])
+    assert "± 0 " not in text and "± 0|" not in text.replace(" ", "")
+    # every model's topics, side by side per corpus
+    topics = text[text.index("## Topics: every model's most prevalent topics"):text.index("## E-LDA's topics")]
+    assert "| model | topic 1 | topic 2 | topic 3 |" in topics and "%) |" in topics
+    assert all(f"| {model} |" in topics for model in ("elda", "gensim_lda", "gibbs_lda", "gibbs_sparse"))
+    assert "no topic's own coherence is shown" in topics
 
 
 def test_report_reads_the_benchmarks_config_and_shows_the_sections_asked_for(tracked, tmp_path):
@@ -77,12 +115,12 @@ def test_report_shows_convergence_and_flags_settings_that_differ_from_the_defaul
     report("report-test", tracked, str(tmp_path / "out"))
     text = (tmp_path / "out" / "report.md").read_text()
     # changed settings, above everything else: each (model, setting) with its value and default
-    flagged = text.index("Runs whose settings differ from the model's defaults")
-    assert flagged < text.index("Coherence against N")
+    flagged = text.index("## Runs whose settings differ from the model's defaults")
+    assert flagged < text.index("## Coherence against N")
     assert "| gibbs_sparse | alpha | 0.1 | 1.0 | 2 |" in text
     assert "| gensim_lda | passes | 2 | 10 | 2 |" in text
     # the iterative fits' curves: a converged column and a plot per corpus
-    training = text[text.index("Training and convergence"):text.index("Fit time and memory")]
+    training = text[text.index("## Training and convergence"):text.index("## Fit time and memory")]
     assert "| toy | gibbs_lda | negative log-likelihood per word (every 10 Gibbs sweeps) |" in training
     assert "| toy | gensim_lda | negative variational bound per word (every pass) |" in training
     assert "elda" not in training  # exact greedy has no loss curve
@@ -98,6 +136,22 @@ def test_report_shows_convergence_and_flags_settings_that_differ_from_the_defaul
     assert "setup_seconds" in run.data.metrics
 
 
+#: What the page is checked for in the browser, at the width the issue names.
+BROWSER_CHECKS = """() => ({
+  tables: document.querySelectorAll('table.results').length,
+  rows: Array.from(document.querySelectorAll('table.results')).map(t => t.rows.length),
+  first: document.querySelector('table.results').className,
+  firstHeading: document.querySelector('h2').textContent,
+  summaryBeforeContents: !!(document.querySelector('table.summary').compareDocumentPosition(document.querySelector('nav.contents')) & 4),
+  images: Array.from(document.images).map(i => ({ok: i.complete && i.naturalWidth > 100, w: i.getBoundingClientRect().width})),
+  headings: Array.from(document.querySelectorAll('h2')).map(h => ({text: h.textContent, id: h.id})),
+  links: Array.from(document.querySelectorAll('nav.contents a')).map(a => a.getAttribute('href')),
+  overflowing: Array.from(document.querySelectorAll('td, th')).filter(c => c.scrollWidth > c.clientWidth + 1).map(c => c.textContent),
+  pageWidth: document.documentElement.scrollWidth,
+  ranked: document.querySelectorAll('table.summary td[title^="rank"]').length,
+})"""
+
+
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium: scripts/setup.sh --browser installs it (Debian package)")
 def test_html_report_renders_tables_and_images_in_a_browser(tracked, tmp_path):
     from playwright.sync_api import sync_playwright
@@ -109,19 +163,25 @@ def test_html_report_renders_tables_and_images_in_a_browser(tracked, tmp_path):
             executable_path=CHROMIUM, headless=True,
             args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"],
         )
-        page = browser.new_page()
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        errors = []
+        page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+        page.on("pageerror", lambda error: errors.append(str(error)))
         page.goto(page_url)
         page.wait_for_load_state("load")
-        tables = page.evaluate("document.querySelectorAll('table.results').length")
-        rows = page.evaluate("Array.from(document.querySelectorAll('table.results')).map(t => t.rows.length)")
-        images = page.evaluate(
-            "Array.from(document.images).map(i => ({ok: i.complete && i.naturalWidth > 100, w: i.getBoundingClientRect().width}))"
-        )
-        headings = page.evaluate("Array.from(document.querySelectorAll('h2')).map(h => h.textContent)")
+        found = page.evaluate(BROWSER_CHECKS)
+        page.screenshot(path=str(tmp_path / "report-1400.png"), full_page=True)
         browser.close()
-    assert tables >= 5 and all(r >= 2 for r in rows)
-    assert len(images) >= 2 and all(i["ok"] and i["w"] > 100 for i in images)
-    assert any("Robustness" in h for h in headings)
+    assert found["tables"] >= 5 and all(r >= 2 for r in found["rows"])
+    assert len(found["images"]) >= 2 and all(i["ok"] and i["w"] > 100 for i in found["images"])
+    assert any("Robustness" in h["text"] for h in found["headings"])
+    # the summary opens the page, coloured by rank, and the contents link every heading
+    assert "summary" in found["first"] and found["firstHeading"] == "Summary: who wins where"
+    assert found["summaryBeforeContents"] and found["ranked"] >= 16
+    assert found["links"] == [f"#{h['id']}" for h in found["headings"]] and all(h["id"] for h in found["headings"])
+    # at 1400 px nothing overflows its cell or the page, and the page logs no error
+    assert found["overflowing"] == [] and found["pageWidth"] <= 1400
+    assert errors == []
 
 
 def test_report_shows_each_models_stability_across_its_seeds_above_chance(tracked, tmp_path):

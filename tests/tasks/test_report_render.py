@@ -5,19 +5,50 @@ from __future__ import annotations
 import pandas as pd
 
 from topicbench.tasks.report_render import (
-    format_estimate, format_value, html_table, markdown_table, render_html, render_markdown,
+    NO_SPREAD_NOTE, anchors, format_estimate, format_value, html_table, markdown_table, rank_colour, render_html,
+    render_markdown,
 )
 from topicbench.tasks.report_sections import Plot, Report, Section
 from topicbench.tasks.report_statistics import Flip
-from topicbench.tasks.report_tables import Estimate, ReportTable, Share
+from topicbench.tasks.report_tables import Estimate, ReportTable, Share, TopicWords
 
 
 def test_an_estimate_is_mean_and_sd_with_the_n_it_was_scored_at_and_missing_seeds():
-    assert format_estimate(Estimate(-1.6494, 0.0401, 3, 3)) == "-1.649 ± 0.040"
-    assert format_estimate(Estimate(0.4123, 0.012, 3, 3, scored_at=7)) == "0.4123 ± 0.012 (N=7)"
-    assert format_estimate(Estimate(2585.2, 1953.0, 2, 3)) == "2585 ± 2000 (n=2)"
-    assert format_estimate(Estimate(0.223, 3.4e-17, 3)) == "0.2230 ± 0"  # rounding noise of a deterministic fit
-    assert format_estimate(Estimate(5.0, float("nan"), 1)) == "5.000"
+    assert format_estimate(Estimate(-1.6494, 0.0401, 3, 3)) == "-1.65 ± 0.040"  # three significant digits
+    assert format_estimate(Estimate(0.4123, 0.012, 3, 3, scored_at=7)) == "0.412 ± 0.012 (N=7)"
+    assert format_estimate(Estimate(2585.2, 1953.0, 2, 3)) == "2585 ± 2000 (n=2)"  # an integer part stays whole
+    assert format_estimate(Estimate(5.0, float("nan"), 1)) == "5.00"
+    assert format_estimate(Estimate(0.4123, 0.012, 3), spread=False) == "0.412"
+
+
+def test_numbers_read_without_scientific_notation_or_a_plus_minus_zero():
+    assert format_estimate(Estimate(0.223, 3.4e-17, 3)) == "0.223"  # deterministic: the mean alone
+    assert format_estimate(Estimate(0.2717, 8.8e-05, 3)) == "0.272 ± <0.0001"  # an sd no one can see in the mean
+    assert format_estimate(Estimate(-1.737, 0.0072, 3)) == "-1.74 ± 0.0072"
+    assert format_estimate(Estimate(-0.000902, 1.8e-07, 3)) == "-0.000902 ± 0.00000018"
+    # seconds in the unit that reads best, counts whole
+    assert format_estimate(Estimate(6.512e-06, 9.8e-07, 3), "seconds") == "6.51 ± 0.98 µs"
+    assert format_estimate(Estimate(0.0065, 0.0004, 3), "seconds") == "6.50 ± 0.40 ms"
+    assert format_estimate(Estimate(12.3, 0.4, 3), "seconds") == "12.3 ± 0.40 s"
+    assert format_estimate(Estimate(140.0, 3.0, 3), "seconds") == "2.33 ± 0.050 min"
+    assert format_estimate(Estimate(100.0, 0.0, 3), "count") == "100"
+    assert format_estimate(Estimate(18.0, 0.0, 3), "count") == "18"
+    assert format_estimate(Estimate(17.67, 1.2, 3), "count") == "17.7 ± 1.2"
+    assert format_value(0.0123, unit="seconds") == "12.3 ms" and format_value(3.0, unit="count") == "3"
+    assert format_value(0.27171) == "0.272"
+
+
+def test_a_table_says_once_why_a_value_has_no_plus_minus():
+    cells = pd.DataFrame({"model": ["a", "b"], "c1": [Estimate(1.0, 0.0, 3), Estimate(2.0, 0.2, 3)]})
+    text = markdown_table(ReportTable(cells, note="Bold: the best."))
+    assert "| a | 1.00 |" in text and "| b | 2.00 ± 0.20 |" in text
+    assert text.count(NO_SPREAD_NOTE) == 1 and "Bold: the best. " + NO_SPREAD_NOTE in text
+    assert NO_SPREAD_NOTE not in markdown_table(ReportTable(cells.iloc[1:]))
+
+
+def test_a_topic_is_its_words_and_its_share_of_the_documents():
+    assert format_value(TopicWords(("tax", "cut", "vote"), 0.0421)) == "tax cut vote (4.2%)"
+    assert format_value(TopicWords(("tax", "cut"))) == "tax cut"
 
 
 def test_values_are_formatted_by_type_unless_the_column_says_otherwise():
@@ -36,14 +67,14 @@ def _table():
 
 def test_markdown_marks_the_best_cell_bold():
     text = markdown_table(_table())
-    assert "| b | **2.000 ± 0.20** |" in text and "| a | 1.000 ± 0.10 |" in text
+    assert "| b | **2.00 ± 0.20** |" in text and "| a | 1.00 ± 0.10 |" in text
     assert text.startswith("**NPMI@10**") and "Bold: the best." in text
 
 
 def test_html_marks_the_best_cell_and_right_aligns_numbers():
     page = html_table(_table())
-    assert "<td class='number best'><strong>2.000 ± 0.20</strong></td>" in page
-    assert "<td class='number'>1.000 ± 0.10</td>" in page and "<caption>NPMI@10</caption>" in page
+    assert "<td class='number best'><strong>2.00 ± 0.20</strong></td>" in page
+    assert "<td class='number'>1.00 ± 0.10</td>" in page and "<caption>NPMI@10</caption>" in page
 
 
 def test_pages_embed_only_the_plots_that_were_written(tmp_path):
@@ -55,3 +86,40 @@ def test_pages_embed_only_the_plots_that_were_written(tmp_path):
     assert "![drawn](drawn.png)" in markdown and "empty.png" not in markdown
     page = render_html(report, {"drawn.png": png})
     assert page.count("<img") == 1 and "data:image/png;base64," in page and "<p>lead line</p>" in page
+
+
+def _summary():
+    cells = pd.DataFrame({"model": ["a", "b", "c"],
+                          "UMass@10 · x": [Estimate(-1.5, 0.1, 3, 3), Estimate(-1.2, 0.1, 2, 3), Estimate(-0.4, 0.1, 3, 3, scored_at=5)]})
+    return ReportTable(cells, frozenset({(1, "UMass@10 · x")}), note="Bold: the best.",
+                       ranks={(0, "UMass@10 · x"): 2, (1, "UMass@10 · x"): 1}, spread=False,
+                       column_groups={"UMass@10 · x": ("UMass@10", "x")})
+
+
+def test_a_ranked_table_shows_ranks_in_markdown_and_colours_in_html():
+    text = markdown_table(_summary())
+    assert "| a | -1.50 ② |" in text and "| b | **-1.20 (n=2)** ① |" in text and "| c | -0.400 (N=5) |" in text
+    page = html_table(_summary())
+    assert "<table class='results summary'>" in page and "colspan='1'>UMass@10</th>" in page
+    assert f"style='background:{rank_colour(1, 2)}' title='rank 1 of 2'" in page
+    assert "class='number smaller-n'>-0.400 (N=5)</td>" in page  # grey, unranked
+    assert rank_colour(1, 5) == "hsl(120,65%,86%)" and rank_colour(5, 5) == "hsl(0,65%,86%)"
+
+
+def test_the_summary_opens_the_page_and_a_contents_list_links_every_heading():
+    sections = (Section("Coherence against N", ("c",)), Section("Summary: who wins where", (_summary(),), opening=True),
+                Section("E-LDA's topics", ("t",)))
+    assert anchors(sections) == ["coherence-against-n", "summary-who-wins-where", "e-ldas-topics"]
+    markdown = render_markdown(Report("title", ("lead",), sections), {})
+    assert markdown.index("lead") < markdown.index("## Summary") < markdown.index("**Contents**") < markdown.index("## Coherence")
+    assert "- [Summary: who wins where](#summary-who-wins-where)\n- [Coherence against N](#coherence-against-n)" in markdown
+    page = render_html(Report("title", ("lead",), sections), {})
+    assert page.index("<h2 id='summary-who-wins-where'>") < page.index("<nav class='contents'>") < page.index("<h2 id='coherence-against-n'>")
+    assert "<a href='#e-ldas-topics'>E-LDA&#x27;s topics</a>" in page
+
+
+def test_tables_read_side_by_side_say_their_shared_note_once():
+    one, two = (ReportTable(pd.DataFrame({"model": ["a"], "x": [1.0]}), note="Bold: the best.", title=t) for t in ("A", "B"))
+    section = Section("S", (one, two))
+    assert render_markdown(Report("t", (), (section,)), {}).count("Bold: the best.") == 1
+    assert render_html(Report("t", (), (section,)), {}).count("Bold: the best.") == 1

@@ -45,7 +45,7 @@ def test_building_the_report_draws_and_writes_nothing(monkeypatch):
     monkeypatch.setattr(report_plots, "coherence_figure", refuse)
     report = build_report(ReportData(runs=_runs(), experiment="x", command="cmd", config=CONFIG))
     titles = [section.title for section in report.sections]
-    assert titles[:2] == ["Coherence against N", "Topic diversity"]
+    assert titles[:3] == ["Summary: who wins where", "Coherence against N", "Topic diversity"]
     assert "Failed runs" not in titles and "Experiment Set 1: log posterior with the topics held fixed" not in titles
     assert [plot.file_name for plot in report.plots()][:2] == ["coherence_c2.png", "coherence_c1.png"]
 
@@ -105,8 +105,29 @@ def test_plots_are_written_by_their_own_function_each_model_in_one_style(tmp_pat
         assert (lines[model].get_color(), lines[model].get_marker()) == (styles[model]["color"], styles[model]["marker"])
     training = report_plots.training_figure(runs, styles, corpus="c1")
     assert {line.get_color() for line in training.axes[0].get_lines()} == {styles["gibbs"]["color"]}
-    bars = report_plots.fit_time_figure(runs, styles, corpora=["c2", "c1"])
     # legends outside the axes: one figure legend, none on an axis, and it starts right of the axes
-    for figure in (coherence, training, bars):
+    for figure in (coherence, training):
         assert len(figure.legends) == 1 and all(axis.get_legend() is None for axis in figure.axes)
         assert figure.legends[0].get_bbox_to_anchor().x0 >= max(axis.get_position().x1 for axis in figure.axes) * figure.bbox.width - 1
+
+
+def test_the_fit_time_plot_is_a_dot_plot_on_durations_and_an_outlier_does_not_squash_the_coherence_axis():
+    runs = _runs()
+    styles = report_plots.model_styles(["gibbs", "elda", "bertopic"])
+    figure = report_plots.fit_time_figure(runs, styles, corpora=["c2", "c1"])
+    axis = figure.axes[0]
+    assert axis.get_xscale() == "log" and [t.get_text() for t in axis.get_yticklabels()] == ["gibbs", "elda", "bertopic"]
+    assert [t.get_text() for t in axis.get_xticklabels()] == ["1 s", "2 s", "5 s"]  # fits of 1-3 s
+    assert report_plots.duration_label(600.0) == "10 min" and report_plots.duration_label(0.01) == "10 ms"
+    # thirteen models: thirteen colours and thirteen markers
+    many = report_plots.model_styles([f"m{i}" for i in range(13)])
+    assert len({s["color"] for s in many.values()}) == 13 and len({s["marker"] for s in many.values()}) == 13
+    # one model far below the others: the axis fits the others, the outlier is named at the edge
+    rows = [{**row, "umass@5": -14.0 if row["model"] == "m0" else -1.0 - 0.1 * i, "umass@10": -14.5 if row["model"] == "m0" else -1.2 - 0.1 * i}
+            for i, row in enumerate({"status": "FINISHED", "corpus": "c", "model": f"m{k}", "seed": 0} for k in range(5))]
+    coherence = report_plots.coherence_figure(pd.DataFrame(rows), many, corpus="c", measures=(("umass", "UMass"),))
+    low, high = coherence.axes[0].get_ylim()
+    assert low > -3 and high < 0 and any("m0: -14.5 to -14" in t.get_text() for t in coherence.axes[0].texts)
+    assert coherence.axes[0].get_ylabel() == "UMass (mean over seeds)"
+    training = report_plots.training_figure(runs, styles, corpus="c1")
+    assert training.axes[0].get_ylabel().replace("\n", " ") == "negative log-likelihood per word"

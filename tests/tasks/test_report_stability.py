@@ -101,7 +101,7 @@ def test_the_section_has_a_table_per_corpus_and_names_what_it_could_not_measure(
     markdown = render_markdown(report, {})
     assert "## Stability across seeds" in markdown and "Hungarian" in markdown and "**toy**" in markdown
     assert "| model | seeds | matched similarity (1 − JS distance) | topics reappearing | chance similarity |" in markdown
-    assert "| same | 2 | 1.000 | 1.000 |" in markdown
+    assert "| same | 2 | 1.00 | 1.00 |" in markdown
     assert "One seed, so not measurable: single on toy." in markdown
     assert "| single |" not in markdown and "| broken |" not in markdown  # words, not rows of dashes
     assert f"broken on toy seed 1 (run {broken}:" in markdown and "broken on toy (1 of 2 seeds readable)" in markdown
@@ -120,7 +120,7 @@ def test_tables_follow_the_configs_order_and_a_report_without_findings_has_no_se
 
     tables = stability_tables(StabilityFindings(table), corpora=["c2", "c1"], models=["b", "a"])
     assert [t.title for t in tables] == ["c2", "c1"] and list(tables[0].cells.model) == ["b", "a"]
-    assert "<td class='number'>0.8000</td>" in html_table(tables[0])
+    assert "<td class='number'>0.800</td>" in html_table(tables[0])
     runs = pd.DataFrame([{"status": "FINISHED", "corpus": "c1", "model": "a", "seed": 0}])
     assert build_report(ReportData(runs=runs, experiment="x", command="cmd"), ["stability"]).sections == ()
 

@@ -11,7 +11,9 @@ import pytest
 
 from topicbench.core.metrics.registry import metric_for_key
 from topicbench.tasks.report_statistics import ranking_agreement, set1_table
-from topicbench.tasks.report_tables import Estimate, Share, metric_pivot, run_status, training_table
+from topicbench.tasks.report_tables import (
+    Estimate, Share, TopicWords, metric_pivot, model_topics, run_status, summary_table, training_table,
+)
 
 
 def _runs(rows):
@@ -58,6 +60,9 @@ def test_short_topics_show_the_score_at_the_largest_n_they_allow_and_are_never_b
     cell = table.cells.set_index("model").loc["bertopic", "c1"]
     assert cell.scored_at == 5 and cell.mean == pytest.approx(-0.5)
     assert table.best == {(0, "c1")}  # -0.5 at N=5 is not comparable with -3.0 at N=10
+    # the one rule for the best, and what becomes of a value at a smaller N, said under the table
+    assert table.note.startswith("Bold: the best per column, the highest mean (higher is better) among the models scored at N = 10.")
+    assert "shown in grey and not ranked" in table.note
     assert metric_pivot(runs, "umass@5", models=["lda", "bertopic"], corpora=["c1"]).best == {(1, "c1")}
 
 
@@ -111,3 +116,45 @@ def test_training_table_follows_the_given_order():
     assert list(zip(table.cells.corpus, table.cells.model)) == [("y", "n"), ("y", "m"), ("x", "n"), ("x", "m")]
     assert table.cells["converged"].iloc[0] == Share(1, 1) and table.cells["epochs / iterations"].iloc[0] == (5,)
     assert math.isnan(table.cells["relative change, last 10%"].iloc[0].sd)
+
+
+def test_the_summary_ranks_every_metric_and_corpus_in_one_table_by_one_rule():
+    runs = _runs(
+        _scores({"lda": {"umass@5": -2.0, "umass@10": -3.0, "npmi@10": 0.05}, "elda": {"umass@10": -1.0, "npmi@10": 0.02},
+                 "ctm": {"umass@10": -5.0, "npmi@10": 0.09}})
+        + _scores({"bertopic": {"umass@5": -0.5, "npmi@5": 0.3}})  # short topics: no score at 10
+        + _scores({"lda": {"umass@10": -2.0, "npmi@10": 0.01}, "elda": {"umass@10": -2.5, "npmi@10": 0.04}}, "c2", seeds=(0,))
+    )
+    table = summary_table(runs, [("umass@10", "UMass@10"), ("npmi@10", "NPMI@10")], models=["elda", "lda", "ctm", "bertopic"],
+                          corpora=["c1", "c2"], expected=2)
+    assert list(table.cells.columns) == ["model", "UMass@10 · c1", "UMass@10 · c2", "NPMI@10 · c1", "NPMI@10 · c2"]
+    assert list(table.cells.model) == ["elda", "lda", "ctm", "bertopic"]
+    assert table.column_groups["NPMI@10 · c2"] == ("NPMI@10", "c2") and not table.spread
+    # ranks within each column, higher is better; bertopic's N=5 values take no part
+    assert [table.ranks.get((row, "UMass@10 · c1")) for row in range(4)] == [1, 2, 3, None]
+    assert [table.ranks.get((row, "NPMI@10 · c1")) for row in range(4)] == [3, 2, 1, None]
+    assert table.best == {(0, "UMass@10 · c1"), (2, "NPMI@10 · c1"), (1, "UMass@10 · c2"), (0, "NPMI@10 · c2")}
+    assert table.cells["UMass@10 · c1"][3].scored_at == 5 and table.cells["UMass@10 · c2"][0].n == 1  # one seed of two
+    assert "the best mean among the models scored at N = 10" in table.note and "shown in grey and not ranked" in table.note
+
+
+def test_every_models_topics_side_by_side_most_prevalent_first():
+    import json
+
+    def topics(shares):
+        return json.dumps([{"topic": k, "label": None, "words": " ".join(f"w{k}{i}" for i in range(10)),
+                            **({"prevalence": share} if share is not None else {})} for k, share in enumerate(shares)])
+
+    runs = _runs([
+        {"corpus": "c1", "model": "lda", "seed": 1, "topics_json": topics([0.9, 0.1])},
+        {"corpus": "c1", "model": "lda", "seed": 0, "topics_json": topics([0.1, 0.2, 0.7])},
+        {"corpus": "c1", "model": "nmf", "seed": 0, "topics_json": topics([None] * 7)},
+        {"corpus": "c2", "model": "lda", "seed": 0, "topics_json": None},
+    ])
+    tables = model_topics(runs, corpora=["c2", "c1"], models=["nmf", "lda"], topics=5, words=8)
+    assert [t.title for t in tables] == ["c1"]
+    cells = tables[0].cells.set_index("model")
+    assert list(cells.columns) == [f"topic {k}" for k in range(1, 6)] and list(cells.index) == ["nmf", "lda"]
+    assert cells.loc["lda", "topic 1"] == TopicWords(tuple(f"w2{i}" for i in range(8)), 0.7)  # seed 0, most prevalent first
+    assert cells.loc["nmf", "topic 2"] == TopicWords(tuple(f"w1{i}" for i in range(8)), None)  # its own order
+    assert pd.isna(cells.loc["lda", "topic 4"])  # three topics only

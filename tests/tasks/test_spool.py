@@ -36,7 +36,8 @@ def test_a_fits_record_holds_what_its_run_logs(tmp_path):
                               "umass_top5": -2.5}  # finite numbers only, '@' as '_top'
     assert record.tags == {"topicbench.fitted_on.host": "h", "topicbench.fitted_on.pid": "7",
                            "topicbench.scoring_seconds": "0.750", "topicbench.training_loss_kind": "perplexity",
-                           "topicbench.skipped_metrics": '{"c_v": "no reference"}'}
+                           "topicbench.skipped_metrics": '{"c_v": "no reference"}',
+                           "topicbench.metric_context": "reused"}  # this scoring found the corpus's counts made
     assert record.curve == [(0, 3.0), (2, 2.0)]
     assert FitRecord.from_json(record.to_json()) == record
 

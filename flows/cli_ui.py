@@ -1,0 +1,188 @@
+"""topicbench ui: MLflow's UI on 127.0.0.1, opened on the runs of an experiment.
+
+MLflow 3's UI lands on its GenAI overview (traces, latency, token cost), where a benchmark's runs
+do not show; the runs view of an experiment, with ``workflowType=machine_learning`` in the URL,
+opens straight on the runs table (an experiment tag alone does not change the landing view). The
+command prints that URL, and opens it in a browser where a graphical one is available.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from topicbench.flows.checks import check_port_free, experiment_name, port_number
+from topicbench.flows.cli_common import require_existing_store, require_experiment, tracking_uri
+from topicbench.flows.config import DEFAULT_TRACKING_URI
+
+logger = logging.getLogger("topicbench")
+
+#: The only address the UI listens on: it shows every tracked run and has no login.
+UI_HOST = "127.0.0.1"
+DEFAULT_UI_PORT = 5000
+#: How long the server may take to listen before the browser is left unopened (the URL is printed).
+UI_START_SECONDS = 60.0
+#: Runs a topicbench command made (benchmark, fit, search, calibration): each carries this tag.
+TOPICBENCH_RUNS_FILTER = "tags.`topicbench.role` LIKE '%'"
+
+
+def add_ui_command(commands) -> None:
+    """The ``ui`` sub-command and its options."""
+    ui = commands.add_parser(
+        "ui", help="open the MLflow UI on 127.0.0.1, on the runs of an experiment",
+        description="Start MLflow's UI on the tracking store, on 127.0.0.1 only, and print the URL of an experiment's "
+        "runs view (MLflow 3 otherwise lands on its GenAI overview, where the runs do not show); open it in a "
+        "browser where a graphical one is available. Ctrl-C stops the server.",
+    )
+    ui.add_argument("--tracking-uri", help=f"MLflow tracking URI (default: {DEFAULT_TRACKING_URI})")
+    ui.add_argument("--experiment", type=experiment_name, metavar="NAME",
+                    help="the experiment whose runs the URL opens on (default: the most recently created experiment "
+                    "holding topicbench runs; none: the list of experiments)")
+    ui.add_argument("--port", type=port_number, default=DEFAULT_UI_PORT, help="the port on 127.0.0.1 the UI listens on")
+    ui.add_argument("--no-browser", dest="browser", action="store_false",
+                    help="only print the URL; do not open a browser (none is opened without a display anyway)")
+    ui.set_defaults(handler=run_ui_command)
+
+
+def run_ui_command(args) -> int:
+    uri = tracking_uri(args.tracking_uri)
+    require_existing_store(uri)
+    experiment = ui_experiment(uri, args.experiment)
+    check_port_free(args.port, UI_HOST)
+    view = shared_runs_view(uri, experiment) if experiment is not None else None
+    url = runs_view_url(args.port, experiment.experiment_id if experiment is not None else None, view)
+    if experiment is not None:
+        print(f"MLflow UI for {uri}: the runs of experiment {experiment.name!r} at {url} (Ctrl-C stops it)")
+    else:
+        print(f"MLflow UI for {uri} at {url}: no experiment holds topicbench runs yet (Ctrl-C stops it)")
+    server = start_ui_server(uri, args.port)
+    try:
+        if args.browser and browser_available() and wait_until_listening(server, args.port):
+            open_in_browser(url)
+        return server.wait()
+    finally:
+        stop_process_group(server)
+
+
+def runs_view_url(port: int, experiment_id: str | None, view: str | None = None, host: str = UI_HOST) -> str:
+    """The URL of the MLflow UI's runs view of experiment ``experiment_id`` (the list of
+    experiments when None), opening on the shared table view ``view`` where one is given."""
+    experiments = f"http://{host}:{port}/#/experiments"
+    if experiment_id is None:
+        return experiments
+    shared = f"&viewStateShareKey={view}" if view else ""
+    return f"{experiments}/{experiment_id}/runs?workflowType=machine_learning{shared}"
+
+
+def shared_runs_view(uri: str, experiment) -> str | None:
+    """Write the experiment's runs view with the key metrics as columns
+    (:func:`~topicbench.tasks.runs_view.share_runs_view`); its key, or None where the store does
+    not take it (the plain runs view then, with a warning)."""
+    from mlflow.tracking import MlflowClient
+
+    from topicbench.tasks.runs_view import share_runs_view
+    from topicbench.tasks.tracking import FIT_ROLE
+
+    try:
+        return share_runs_view(MlflowClient(uri), experiment.experiment_id,
+                               fit_filter=f"tags.`topicbench.role` = '{FIT_ROLE}'")
+    except Exception as error:  # noqa: BLE001 - the runs view opens without it
+        logger.warning("the runs view with the key metrics as columns was not saved (%s); the UI opens on its default "
+                       "columns", error)
+        return None
+
+
+def ui_experiment(uri: str, name: str | None):
+    """The experiment the UI opens on: ``name``'s (an error when the store has none of that
+    name), else the most recently created one holding topicbench runs, else None."""
+    if name:
+        return require_experiment(uri, name)
+    from mlflow.tracking import MlflowClient
+
+    return latest_topicbench_experiment(MlflowClient(uri))
+
+
+def latest_topicbench_experiment(client):
+    """The most recently created active experiment holding a run that topicbench made, or None."""
+    for experiment in client.search_experiments(order_by=["creation_time DESC"]):
+        if client.search_runs([experiment.experiment_id], TOPICBENCH_RUNS_FILTER, max_results=1):
+            return experiment
+    return None
+
+
+def start_ui_server(uri: str, port: int) -> subprocess.Popen:
+    """``mlflow ui`` on ``uri``, listening on 127.0.0.1:``port``, in a session of its own: the
+    server and its workers form one process group, taken down together (:func:`stop_process_group`)."""
+    import shutil
+
+    mlflow = shutil.which("mlflow") or str(Path(sys.executable).with_name("mlflow"))
+    return subprocess.Popen(
+        [mlflow, "ui", "--backend-store-uri", uri, "--host", UI_HOST, "--port", str(port)],
+        start_new_session=True,
+    )
+
+
+def browser_available() -> bool:
+    """Whether a graphical browser can be opened. Without a display (an SSH session, a container)
+    Python's ``webbrowser`` falls back on a text-mode browser (lynx, w3m), which would take over
+    the terminal the server logs to; so does a display whose only browser is one of those."""
+    import webbrowser
+
+    if sys.platform not in ("darwin", "win32") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+        return False
+    try:
+        browser = webbrowser.get()
+    except webbrowser.Error:
+        return False
+    return type(browser) is not webbrowser.GenericBrowser  # GenericBrowser: a console one, run in the foreground
+
+
+def wait_until_listening(server: subprocess.Popen, port: int, timeout: float = UI_START_SECONDS) -> bool:
+    """Whether the server listens on 127.0.0.1:``port`` within ``timeout`` seconds (False at once
+    when it has exited): a browser opened before then shows an error page."""
+    deadline = time.monotonic() + timeout
+    while server.poll() is None and time.monotonic() < deadline:
+        with socket.socket() as probe:
+            probe.settimeout(1.0)
+            if probe.connect_ex((UI_HOST, port)) == 0:
+                return True
+        time.sleep(0.25)
+    return False
+
+
+def open_in_browser(url: str) -> None:
+    """Open ``url`` in the user's browser; a browser that fails is logged, never the command's failure."""
+    import webbrowser
+
+    try:
+        webbrowser.open(url)
+    except Exception as error:  # noqa: BLE001 - the URL is printed already
+        logger.warning("could not open a browser (%s: %s); open %s", type(error).__name__, error, url)
+
+
+def stop_process_group(process, grace_seconds: float = 10.0) -> None:
+    """SIGTERM the process's group, then SIGKILL what is left after ``grace_seconds``."""
+    import signal
+
+    for signum in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(process.pid, signum)
+        except (ProcessLookupError, PermissionError):
+            return
+        try:
+            process.wait(timeout=grace_seconds)
+        except subprocess.TimeoutExpired:
+            continue
+        # the leader is gone; its workers may not be yet
+        deadline = time.monotonic() + grace_seconds
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(process.pid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.1)

@@ -1,0 +1,44 @@
+"""The tracking UI's runs table as a reader wants it first: the key metrics and the run's corpus,
+model and seed as columns.
+
+MLflow 3's UI restores a runs-table view shared by URL (``?viewStateShareKey=KEY``) from the
+experiment tag ``mlflow.sharedViewState.KEY``: a JSON object of the table's state, its columns as
+``metrics.`NAME``` and ``tags.`NAME```. Writing that tag is the one way to choose the columns the
+table opens with (there is no default-columns setting). A shared view does not carry which parent
+runs are expanded: a benchmark's fits are one click away, under its parent run.
+"""
+
+from __future__ import annotations
+
+import json
+
+#: The experiment-tag prefix the UI reads a shared view from, and this project's view's key.
+SHARED_VIEW_TAG_PREFIX = "mlflow.sharedViewState."
+VIEW_KEY = "topicbench-runs"
+#: The columns shown first, where the experiment's runs have them: the headline scores at N = 10,
+#: the LLM judges', held-out perplexity and cost.
+KEY_METRICS = ("npmi_top10", "cv_top10", "umass_top10", "topic_diversity_top10", "embedding_pairwise_top10",
+               "llm_rating", "llm_intrusion", "perplexity", "fit_seconds")
+KEY_TAGS = ("corpus", "model", "seed")
+
+
+def runs_view_state(metric_names) -> dict:
+    """The runs table's state: the key metrics present in ``metric_names`` and the run's corpus,
+    model and seed as columns, newest runs first (the table's other settings at the UI's defaults)."""
+    present = set(metric_names)
+    columns = [f"metrics.`{name}`" for name in KEY_METRICS if name in present] + [f"tags.`{tag}`" for tag in KEY_TAGS]
+    return {
+        "selectedColumns": columns, "columnOrder": [], "columnWidths": {}, "runsHiddenMode": "FIRST_10_RUNS",
+        "viewMaximized": False, "runListHidden": False, "isAccordionReordered": False,
+        "useGroupedValuesInCharts": True, "hideEmptyCharts": True, "groupBy": None,
+        "orderByKey": "attributes.start_time", "orderByAsc": False, "searchFilter": "",
+    }
+
+
+def share_runs_view(client, experiment_id: str, *, fit_filter: str) -> str:
+    """Write this project's runs view of the experiment (the metrics its fits, those matching
+    ``fit_filter``, have) as the experiment's shared view; returns the key for ``viewStateShareKey``."""
+    fits = client.search_runs([experiment_id], fit_filter, max_results=500)
+    names = {name for run in fits for name in run.data.metrics}
+    client.set_experiment_tag(experiment_id, SHARED_VIEW_TAG_PREFIX + VIEW_KEY, json.dumps(runs_view_state(names)))
+    return VIEW_KEY

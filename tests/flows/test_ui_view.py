@@ -1,0 +1,78 @@
+"""The tracking UI opens on the runs with the key metrics as columns: the shared view topicbench
+writes is read by MLflow's own UI, checked in headless chromium against a real `mlflow ui`."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from topicbench.flows.cli_ui import UI_HOST, runs_view_url, start_ui_server, stop_process_group, wait_until_listening
+from topicbench.tasks.runs_view import SHARED_VIEW_TAG_PREFIX, VIEW_KEY, runs_view_state, share_runs_view
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+FITS = "tags.`topicbench.role` = 'fit'"
+
+
+def test_the_view_shows_the_key_metrics_present_and_the_runs_corpus_model_and_seed():
+    state = runs_view_state({"npmi_top10", "fit_seconds", "umass_top5"})
+    assert state["selectedColumns"] == ["metrics.`npmi_top10`", "metrics.`fit_seconds`", "tags.`corpus`",
+                                        "tags.`model`", "tags.`seed`"]
+
+
+def tracked_benchmark(tmp_path) -> tuple:
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(uri)
+    experiment_id = client.create_experiment("bench")
+    parent = client.create_run(experiment_id, run_name="bench-benchmark", tags={"topicbench.role": "benchmark"})
+    for seed in (0, 1):
+        run = client.create_run(experiment_id, run_name=f"toy/elda/seed{seed}", tags={
+            "topicbench.role": "fit", "mlflow.parentRunId": parent.info.run_id, "corpus": "toy", "model": "elda",
+            "seed": str(seed)})
+        client.log_metric(run.info.run_id, "npmi_top10", 0.1 + seed)
+        client.log_metric(run.info.run_id, "fit_seconds", 2.5)
+        client.set_terminated(run.info.run_id)
+    client.set_terminated(parent.info.run_id)
+    return uri, client, experiment_id
+
+
+def test_the_view_is_written_as_the_experiments_shared_view(tmp_path):
+    uri, client, experiment_id = tracked_benchmark(tmp_path)
+    assert share_runs_view(client, experiment_id, fit_filter=FITS) == VIEW_KEY
+    state = json.loads(client.get_experiment(experiment_id).tags[SHARED_VIEW_TAG_PREFIX + VIEW_KEY])
+    assert "metrics.`npmi_top10`" in state["selectedColumns"]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium: scripts/setup.sh --browser installs it (Debian package)")
+def test_mlflows_ui_opens_on_the_fits_with_their_metrics_as_columns(tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    uri, client, experiment_id = tracked_benchmark(tmp_path)
+    view = share_runs_view(client, experiment_id, fit_filter=FITS)
+    with socket.socket() as probe:
+        probe.bind((UI_HOST, 0))
+        port = probe.getsockname()[1]
+    server = start_ui_server(uri, port)
+    try:
+        assert wait_until_listening(server, port, timeout=120)
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                                 args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            errors = []
+            page.on("pageerror", lambda error: errors.append(str(error)))
+            page.goto(runs_view_url(port, experiment_id, view))
+            page.get_by_text("npmi_top10").first.wait_for(timeout=90_000)  # the key metric is a column
+            page.get_by_text("bench-benchmark").first.wait_for(timeout=30_000)  # the runs, not the GenAI overview
+            text = page.inner_text("body")
+            page.screenshot(path=str(tmp_path / "runs-view.png"))
+            browser.close()
+    finally:
+        stop_process_group(server)
+    assert "You're viewing a shared view" in text and "share key" not in text and errors == []
+    header = text[text.index("Run Name"):text.index("bench-benchmark")]
+    assert all(column in header for column in ("npmi_top10", "fit_seconds", "corpus", "model", "seed"))
