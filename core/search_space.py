@@ -147,6 +147,14 @@ def point_label(label: str, point: dict) -> str:
     return f"{label}[{','.join(f'{name}={_format(value)}' for name, value in point.items())}]"
 
 
+def point_text(point: dict | None, missing: str = "–") -> str:
+    """A point as people read it, e.g. ``K=20, alpha=0.1`` (``as configured`` for no dimension,
+    ``missing`` for no point)."""
+    if point is None:
+        return missing
+    return ", ".join(f"{'K' if name == NUM_TOPICS else name}={value}" for name, value in point.items()) or "as configured"
+
+
 def point_complexity(point: dict):
     """Sort key, simpler first: K, then each other numeric dimension's value, in the space's order
     (fewer topics, and smaller κ, are the simpler models)."""

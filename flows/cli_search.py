@@ -6,6 +6,7 @@ import sys
 import time
 
 from topicbench.core.config import MAX_SEED
+from topicbench.core.search_space import point_text
 from topicbench.flows.checks import check_output_folder, experiment_name, integer_at_least, integer_in
 from topicbench.flows.cli_common import (
     check_services, config_from_command_line, connect_timeout_argument, default_report_folder, hide_library_tracebacks,
@@ -57,7 +58,7 @@ def run_search_command(args) -> int:
     print(f"search {config.experiment!r} done in {minutes(seconds)}: {counts.trials_told} trials told, "
           f"{counts.fits_run} fits run, {counts.fits_found} found already fitted")
     for choice in outcome["choices"]:
-        print(f"  {choice.label} on {choice.corpus}: {_point_text(choice.point)} ({choice.rule})")
+        print(f"  {choice.label} on {choice.corpus}: {point_text(choice.point, missing='no choice (no trial finished)')} ({choice.rule})")
         for message in choice.messages:
             print(f"    note: {message}")
     command = f"topicbench search {args.config}" + (f" --tracking-uri {config.tracking_uri}" if args.tracking_uri else "")
@@ -69,9 +70,3 @@ def run_search_command(args) -> int:
         print(f"topicbench: error: {len(counts.failed)} fits failed: " + "; ".join(counts.failed[:5]), file=sys.stderr)
         return 1
     return 0
-
-
-def _point_text(point) -> str:
-    if point is None:
-        return "no choice (no trial finished)"
-    return ", ".join(f"{'K' if name == 'num_topics' else name}={value}" for name, value in point.items()) or "as configured"

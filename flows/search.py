@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from prefect import flow, get_run_logger
 
-from topicbench.core.search_space import NUM_TOPICS, point_complexity, point_label, point_model
+from topicbench.core.search_space import point_complexity, point_label, point_model, point_text
 from topicbench.core.selection import one_standard_error_choice
 from topicbench.tasks.corpus import load_corpus
 from topicbench.tasks.spool import Spool
@@ -118,7 +118,7 @@ def _search(config: BenchmarkConfig, plan: SearchPlan, storage_url: str, tracker
             counts.failed += [f"{job.label}: the fit failed" for job in trial_jobs if job.seed in result.missing_seeds]
             pending.study.tell(pending, [result.value(o.key) for o in plan.objectives], result.attributes())
             counts.trials_told += 1
-    _count_shared_work(tracker, studies, counts)
+    _count_shared_work(studies, counts)
     return studies, counts
 
 
@@ -129,7 +129,7 @@ def _trial_jobs(config, corpus, splits: dict, model: ModelSpec, point: dict) -> 
     return [Job(corpus, splits[corpus.name][0], spec, seed, config) for seed in config.seeds]
 
 
-def _count_shared_work(tracker: Tracker, studies: dict, counts: SearchCounts) -> None:
+def _count_shared_work(studies: dict, counts: SearchCounts) -> None:
     """Of every trial's finished fits, how many built the corpus's metric context (the rest reused
     a worker's)."""
     for _, _, study in studies.values():
@@ -185,7 +185,7 @@ def choose(plan: SearchPlan, corpus: str, label: str, study: ModelStudy) -> Mode
     best = choice.summary(choice.best)
     direction = "above" if primary.higher_is_better else "below"
     rule = (f"the simplest point whose mean {primary.key} is within one standard error of the best "
-            f"({best.mean:.4g} ± {best.se:.2g} at {_point_text(choice.best)}: {direction} {choice.threshold:.4g})"
+            f"({best.mean:.4g} ± {best.se:.2g} at {point_text(choice.best)}: {direction} {choice.threshold:.4g})"
             if choice.rule_applied else f"the best mean {primary.key} (one seed: no standard error)")
     return ModelChoice(corpus, label, dict(choice.choice), dict(choice.best), rule, tuple(choice.messages), trials)
 
@@ -199,10 +199,6 @@ def _trial_row(plan: SearchPlan, trial) -> dict:
         values = [v for v in per_seed.get(objective.key, []) if math.isfinite(v)]
         row[objective.key] = sum(values) / len(values) if values else math.nan
     return row
-
-
-def _point_text(point: dict) -> str:
-    return ", ".join(f"{'K' if name == NUM_TOPICS else name}={value}" for name, value in point.items()) or "as configured"
 
 
 def summarise(config: BenchmarkConfig, plan: SearchPlan, studies: dict, counts: SearchCounts, parent: str) -> dict:
@@ -234,12 +230,11 @@ def chosen_config(config: BenchmarkConfig, choices: list) -> dict:
 
 def outcome_record(outcome: dict) -> dict:
     """The outcome as JSON for the parent run's ``summary.json``."""
-    counts = outcome["counts"]
     return {
         "experiment": outcome["experiment"],
         "choices": [{"corpus": c.corpus, "model": c.label, "chosen": c.point, "best": c.best, "rule": c.rule,
                      "messages": list(c.messages)} for c in outcome["choices"]],
-        "counts": {key: value for key, value in vars(counts).items()},
+        "counts": dict(vars(outcome["counts"])),
     }
 
 

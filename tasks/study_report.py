@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from topicbench.core.io import write_text_atomically
-from topicbench.core.search_space import NUM_TOPICS
+from topicbench.core.io import file_name_for, write_text_atomically
+from topicbench.core.search_space import NUM_TOPICS, point_text
 from topicbench.core.selection import pareto_front
 
 from .report import ReportWriteError
@@ -49,8 +49,8 @@ def _chosen_section(choices, objectives) -> Section:
     for choice in choices:
         chosen = next((t for t in choice.trials if t["state"] == "COMPLETE" and t["point"] == choice.point), None)
         rows.append({
-            "corpus": choice.corpus, "model": choice.label, "chosen": _point_text(choice.point),
-            "best mean": _point_text(choice.best),
+            "corpus": choice.corpus, "model": choice.label, "chosen": point_text(choice.point),
+            "best mean": point_text(choice.best),
             primary.key: _estimate(chosen["per_seed"].get(primary.key, [])) if chosen else None,
             "why": choice.rule,
         })
@@ -66,7 +66,7 @@ def _curves_section(choices, objectives) -> Section:
               "the band ± one sd; other searched dimensions draw one line per value."]
     for corpus in dict.fromkeys(c.corpus for c in choices):
         corpus_choices = [c for c in choices if c.corpus == corpus]
-        blocks.append(Plot(f"search_{_safe(corpus)}.png", f"objectives against the searched settings on {corpus}",
+        blocks.append(Plot(f"search_{file_name_for(corpus)}.png", f"objectives against the searched settings on {corpus}",
                            lambda runs, styles, chosen=corpus_choices: _curves_figure(chosen, objectives)))
     return Section("Objectives against the settings", tuple(blocks))
 
@@ -126,7 +126,7 @@ def _pareto_section(choices, objectives) -> Section:
         values = [[t.get(o.key, math.nan) for o in objectives] for t in trials]
         for index in pareto_front(values, [o.higher_is_better for o in objectives]):
             trial = trials[int(index)]
-            rows.append({"corpus": choice.corpus, "model": choice.label, "setting": _point_text(trial["point"]),
+            rows.append({"corpus": choice.corpus, "model": choice.label, "setting": point_text(trial["point"]),
                          **{o.key: _estimate(trial["per_seed"].get(o.key, [])) for o in objectives}})
     note = "Trials no other trial of the model beats on every objective (means over seeds)."
     return Section("Pareto front", (ReportTable(pd.DataFrame(rows), note=note),))
@@ -137,7 +137,7 @@ def _trials_section(choices, objectives) -> Section:
     for choice in choices:
         for trial in sorted(choice.trials, key=lambda t: t["number"]):
             rows.append({"corpus": choice.corpus, "model": choice.label, "trial": trial["number"],
-                         "setting": _point_text(trial["point"]), "state": trial["state"],
+                         "setting": point_text(trial["point"]), "state": trial["state"],
                          "seeds": len(trial["seeds"]),
                          **{o.key: _estimate(trial["per_seed"].get(o.key, [])) for o in objectives},
                          "fit s (sum over seeds)": round(sum(trial["fit_seconds"]), 2)})
@@ -188,17 +188,5 @@ def _finite(values) -> list:
     return [float(v) for v in values if v is not None and math.isfinite(v)]
 
 
-def _point_text(point) -> str:
-    if point is None:
-        return "–"
-    return ", ".join(f"{'K' if name == NUM_TOPICS else name}={value}" for name, value in point.items()) or "as configured"
-
-
 def _sort_value(value):
     return (0, value, "") if isinstance(value, (int, float)) else (1, 0, str(value))
-
-
-def _safe(text: str) -> str:
-    from topicbench.core.io import file_name_for
-
-    return file_name_for(text)
