@@ -1,4 +1,4 @@
-"""Model plugins for the tests: the README's example installed with pip, or made by hand.
+"""Model plugins for the tests: the manual's example (docs/own-model.md) installed with pip, or made by hand.
 
 ``install_example_plugin`` builds and installs ``examples/nmf_plugin`` (a copy, so the build
 writes nothing into the repository) into a target folder, offline, with the project's own

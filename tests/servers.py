@@ -1,5 +1,5 @@
 """Real servers for the tests, started as a team runs them: MLflow's tracking server, Prefect's API
-server, and a Dask scheduler with its workers (by the README's own command lines).
+server, and a Dask scheduler with its workers (by the team page's own command lines, docs/team.md).
 
 Each is a real process on 127.0.0.1 and a free port, started in a session of its own so that it
 and every process it starts (uvicorn and gunicorn workers, Dask nannies) form one process group,
@@ -32,8 +32,8 @@ START_SECONDS = 300.0
 LLM_MODEL_ALIAS = "smollm2"
 #: Seconds between SIGTERM to a server's process group and SIGKILL to what is left of it.
 STOP_GRACE_SECONDS = 20.0
-#: The README, whose "Running it for a team" commands the Dask fixtures run.
-README = Path(__file__).resolve().parents[1] / "README.md"
+#: The manual's "Running it for a team" page, whose commands the Dask fixtures run.
+TEAM_PAGE = Path(__file__).resolve().parents[1] / "docs" / "team.md"
 
 
 def command_of(name: str) -> str:
@@ -274,24 +274,24 @@ def running_prefect_server(folder: Path):
 
 
 def readme_command(prefix: str) -> list:
-    """The arguments of the README's command line that starts with ``prefix`` (".venv/bin/dask
+    """The arguments of the team page's command line that starts with ``prefix`` (".venv/bin/dask
     worker"), its program the virtualenv's."""
-    for line in README.read_text().splitlines():
+    for line in TEAM_PAGE.read_text().splitlines():
         if line.startswith(prefix):
             arguments = shlex.split(line, comments=True)
             return [command_of(Path(arguments[0]).name), *arguments[1:]]
-    raise AssertionError(f"README.md has no command line starting with {prefix!r}")
+    raise AssertionError(f"docs/team.md has no command line starting with {prefix!r}")
 
 
 def _on_ports(arguments: list, scheduler_port: int, dashboard_port: int) -> list:
-    """The README's arguments with its ports (8786, 8787) replaced by the given ones."""
+    """The team page's arguments with its ports (8786, 8787) replaced by the given ones."""
     return [a.replace("8786", str(scheduler_port)).replace("8787", str(dashboard_port)) for a in arguments]
 
 
 @contextlib.contextmanager
 def running_dask_cluster(folder: Path, env: dict, n_workers: int = 2):
     """``dask scheduler`` and ``n_workers`` ``dask worker`` processes (one thread each, under a
-    nanny that starts a new worker when one dies), every one with ``env``, as the README starts
+    nanny that starts a new worker when one dies), every one with ``env``, as the team page starts
     them; yields the scheduler's Server, whose ``url`` is its address, ``extra["dashboard"]`` its
     dashboard's URL and ``extra["workers"]`` the workers' Servers, once every worker has joined."""
     port, dashboard_port = free_port(), free_port()

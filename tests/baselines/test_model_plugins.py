@@ -1,7 +1,7 @@
 """Models of other installed distributions (the ``topicbench.models`` entry points) in ``MODELS``.
 
 The plugins here are real distributions on ``sys.path``: a ``*.dist-info`` written by hand (for
-the broken ones) or the README's example installed with pip, read by ``importlib.metadata``.
+the broken ones) or the manual's example (docs/own-model.md) installed with pip, read by ``importlib.metadata``.
 """
 
 from __future__ import annotations
@@ -213,7 +213,7 @@ def test_the_example_plugin_installed_with_pip_keeps_the_model_contract(tmp_path
         sys.modules.pop("topicbench_nmf", None)
 
 
-def test_the_readme_shows_the_example_plugin_as_it_is():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+def test_the_manual_shows_the_example_plugin_as_it_is():
+    page = (ROOT / "docs" / "own-model.md").read_text(encoding="utf-8")
     for name in ("pyproject.toml", "topicbench_nmf.py"):
-        assert (EXAMPLE_PLUGIN / name).read_text(encoding="utf-8") in readme, f"README.md does not show examples/nmf_plugin/{name} as it is"
+        assert (EXAMPLE_PLUGIN / name).read_text(encoding="utf-8") in page, f"docs/own-model.md does not show examples/nmf_plugin/{name} as it is"

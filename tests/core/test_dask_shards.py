@@ -1,7 +1,7 @@
 """Parallel E-LDA on a real Dask scheduler whose workers are killed, and the candidates' files that
 killed runs leave.
 
-The scheduler and its two workers are real processes on 127.0.0.1, started by the README's
+The scheduler and its two workers are real processes on 127.0.0.1, started by the team page's (docs/team.md)
 commands (``tests/servers.py``); each worker runs under a nanny, which starts a new worker when
 one is killed. A worker is killed with SIGKILL at each stage of a run, at a moment chosen by a
 hook (no sleeps), and the run must end with exactly the links and F of a run without a kill.

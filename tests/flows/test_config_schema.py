@@ -28,11 +28,12 @@ def test_the_published_schema_is_the_generated_one():
     assert json.loads(PUBLISHED.read_text(encoding="utf-8")) == config_schema(plugins=False)
 
 
-def test_the_published_schema_is_valid_json_schema_and_accepts_the_readmes_configs():
+def test_the_published_schema_is_valid_json_schema_and_accepts_the_documented_configs():
     schema = json.loads(PUBLISHED.read_text(encoding="utf-8"))
     jsonschema.Draft202012Validator.check_schema(schema)
-    blocks = re.findall(r"```yaml\n(.*?)```", (ROOT / "README.md").read_text(encoding="utf-8"), flags=re.S)
-    assert blocks, "the README shows a config"
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]  # the front door and the manual
+    blocks = [block for page in pages for block in re.findall(r"```yaml\n(.*?)```", page.read_text(encoding="utf-8"), flags=re.S)]
+    assert re.search(r"```yaml\n", (ROOT / "README.md").read_text(encoding="utf-8")), "the README shows a config"
     builtin = set(schema["$defs"]["model"]["properties"]["model"]["enum"])
     checked = 0
     for block in blocks:

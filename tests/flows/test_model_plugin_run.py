@@ -1,6 +1,6 @@
 """A model of another installed package runs in a benchmark like a built-in one.
 
-The README's example plugin is installed with pip into a temporary folder, and a real
+The manual's example plugin (docs/own-model.md) is installed with pip into a temporary folder, and a real
 ``topicbench run`` process, given that folder on its ``PYTHONPATH``, checks the config, fits the
 plugin's model beside E-LDA on two Dask worker processes, tracks both and writes the report.
 """

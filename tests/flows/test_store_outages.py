@@ -176,7 +176,7 @@ def test_a_server_that_dies_mid_run_ends_it_in_bounded_time_and_its_fits_are_log
         gone = time.monotonic()
         output = first.communicate(timeout=GONE_STORE_SECONDS + 60)[0]
         seconds = time.monotonic() - gone
-    print(f"the run ended {seconds:.1f} s after its server died")  # a figure for the README (pytest -s)
+    print(f"the run ended {seconds:.1f} s after its server died")  # a figure for the manual (pytest -s)
     assert first.returncode == 2, output[-4000:]
     assert seconds < GONE_STORE_SECONDS, f"ended {seconds:.0f} s after its server died"
     line = last_line(output)

@@ -189,7 +189,7 @@ def test_parallel_elda_runs_its_rounds_on_a_dask_scheduler_and_its_workers(tiny_
 @pytest.mark.slow
 def test_the_readme_dask_commands_listen_on_127_0_0_1_only(dask_scheduler):
     """Dask's defaults put the scheduler's dashboard (/health, /metrics) and every worker and its
-    dashboard on 0.0.0.0; the README's commands (which the fixture runs) bind 127.0.0.1."""
+    dashboard on 0.0.0.0; the team page's commands (docs/team.md, which the fixture runs) bind 127.0.0.1."""
     assert answers(dask_scheduler.extra["dashboard"] + "/health")
     dashboard_port = int(dask_scheduler.extra["dashboard"].rsplit(":", 1)[1])
     scheduler = dask_scheduler.listening()
