@@ -135,7 +135,7 @@ def compared_key(key: str) -> bool:
     evaluations) change with the code and are not compared."""
     from topicbench.core.metrics.registry import metric_for_key
     from topicbench.core.validation import InputError
-    from topicbench.tasks.tracking import score_key
+    from topicbench.tasks.fit_record import score_key
 
     if key in SOLUTION_KEYS:
         return True

@@ -14,7 +14,9 @@ from functools import cached_property
 import numba
 import numpy as np
 
-from . import _kernels
+from ._kernels import cooccurrence as _cooccurrence
+from ._kernels.column_sort import columns_of_rows, sort_columns_by_value
+from ._kernels.records import Columns, Rows
 from .config import GENERATOR_EPSILON, GENERATORS, LABEL_JOINER
 from .corpus import Corpus, segment_ids
 from .topic_word import ConstantPlusSparse
@@ -24,7 +26,7 @@ logger = logging.getLogger(__name__)
 
 #: The kernels' code of each keyword generator, in the order of :data:`.config.GENERATORS`.
 _GENERATOR_CODES = dict(
-    zip(GENERATORS, (_kernels.RAW_UMASS, _kernels.EXP_UMASS, _kernels.COOCCURRENCE), strict=True)
+    zip(GENERATORS, (_cooccurrence.RAW_UMASS, _cooccurrence.EXP_UMASS, _cooccurrence.COOCCURRENCE), strict=True)
 )
 
 
@@ -81,21 +83,27 @@ class Candidates:
         return rows + sum(a.nbytes for a in held.values())
 
     @cached_property
-    def column_entries(self) -> tuple:
-        """(col_indptr, col_topics, col_values): each word's stored entries, in no particular order
-        (topic ids ascending until :attr:`columns` sorts them in place). What a pass that reads
-        whole columns needs (FastInitialize's first round), without the cost of sorting them."""
-        if "columns" in self.__dict__:
-            return self.__dict__["columns"]
-        return _kernels.columns_of_rows(self.indptr, self.indices, self.values, self.n_words)
+    def rows(self) -> Rows:
+        """The row store as the kernels read it (a :class:`._kernels.records.Rows`, sharing the arrays)."""
+        return Rows(self.row_constants, self.constants_descending, self.indptr, self.indices, self.values)
 
     @cached_property
-    def columns(self) -> tuple:
-        """(col_indptr, col_topics, col_values): each word's entries sorted by value, high to low
-        (ties: lower topic id first). Sorts :attr:`column_entries` in place, so both share arrays."""
-        col_indptr, col_topics, col_values = self.column_entries
-        _kernels.sort_columns_by_value(col_indptr, col_topics, col_values)
-        return col_indptr, col_topics, col_values
+    def column_entries(self) -> Columns:
+        """(indptr, topics, values): each word's stored entries, in no particular order (topic ids
+        ascending until :attr:`columns` sorts them in place), as a :class:`._kernels.records.Columns`.
+        What a pass that reads whole columns needs (FastInitialize's first round), without the cost
+        of sorting them."""
+        if "columns" in self.__dict__:
+            return self.__dict__["columns"]
+        return Columns(*columns_of_rows(self.indptr, self.indices, self.values, self.n_words))
+
+    @cached_property
+    def columns(self) -> Columns:
+        """(indptr, topics, values): each word's entries sorted by value, high to low (ties: lower
+        topic id first). Sorts :attr:`column_entries` in place, so both share arrays."""
+        columns = self.column_entries
+        sort_columns_by_value(columns)
+        return columns
 
     @property
     def has_sorted_columns(self) -> bool:
@@ -156,7 +164,7 @@ def cooccurrence_arrays(corpus: Corpus) -> tuple:
     word_docs = segment_ids(doc_indptr)[np.argsort(doc_words, kind="stable")]
     word_indptr = np.zeros(corpus.n_words + 1, dtype=np.int64)
     np.cumsum(np.bincount(doc_words, minlength=corpus.n_words), out=word_indptr[1:])
-    return _kernels.cooccurrence_matrix(
+    return _cooccurrence.cooccurrence_matrix(
         doc_indptr, doc_words, word_indptr, word_docs, corpus.n_words, numba.get_num_threads()
     )
 
@@ -178,13 +186,13 @@ def keyword_candidates(
         raise InputError(f"corpus {corpus.name!r} has no tokens to build keyword topics from")
     cooc = cooccurrence_arrays(corpus)
     code = _GENERATOR_CODES[generator]
-    log_norm, constants = _kernels.keyword_row_normalisers(cooc[0], cooc[2], corpus.n_words, code, epsilon)
+    log_norm, constants = _cooccurrence.keyword_row_normalisers(cooc[0], cooc[2], corpus.n_words, code, epsilon)
     # Rows of L are identical exactly when the keywords' co-occurrence rows are (spec §2).
     groups = _identical_rows(cooc) if collapse else [[w] for w in range(corpus.n_words)]
     kept_words = np.array([group[0] for group in groups], dtype=np.int64)
     topic_of_word = np.full(corpus.n_words, -1, dtype=np.int64)
     topic_of_word[kept_words] = np.arange(len(kept_words))
-    indptr, indices, values = _kernels.keyword_rows(*cooc, kept_words, log_norm, code, epsilon)
+    indptr, indices, values = _cooccurrence.keyword_rows(*cooc, kept_words, log_norm, code, epsilon)
     candidates = Candidates(
         row_constants=constants[kept_words],
         indptr=indptr,
@@ -203,8 +211,8 @@ def keyword_candidates(
     )
     # C is symmetric, so the column store comes straight from C's rows (no transpose); its sort by
     # value waits for a reader that needs it (exact greedy sorts only the heads it reads).
-    candidates.__dict__["column_entries"] = _kernels.keyword_column_entries(
-        *cooc, topic_of_word, log_norm, code, epsilon
+    candidates.__dict__["column_entries"] = Columns(
+        *_cooccurrence.keyword_column_entries(*cooc, topic_of_word, log_norm, code, epsilon)
     )
     logger.info(
         "%s: %d keyword topics (%d identical rows collapsed), %d stored entries",
@@ -215,7 +223,7 @@ def keyword_candidates(
 
 def _identical_rows(cooc: tuple) -> list[list[int]]:
     """Groups of words whose co-occurrence rows (CSR arrays) are identical, in vocabulary order."""
-    hashes = _kernels.integer_row_hashes(*cooc)
+    hashes = _cooccurrence.integer_row_hashes(*cooc)
     _, first, inverse = np.unique(hashes, return_index=True, return_inverse=True)
     representative = first[inverse]
     groups = {}

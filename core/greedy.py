@@ -23,7 +23,10 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from . import _kernels
+from ._kernels.column_sort import column_heads
+from ._kernels.first_round import dense_first_round_rows, first_round_best_topics, link_per_document
+from ._kernels.lazy_greedy import append_links, extend_chains, greedy_steps, heapify, second_topics
+from ._kernels.records import Chains, Columns, DenseRows, GainCache, GreedyState, Heap, Links
 from .config import NULL_TOPIC_LOG_SCORE
 from .corpus import Corpus
 from .generators import Candidates
@@ -38,7 +41,7 @@ PROGRESS_EVERY = 2000
 #: FastInitialize's first round reads every stored entry of every document's words, each an
 #: update of a scattered topic. A word whose column holds more than DENSE_ROW_FRACTION of the
 #: topics instead adds a dense row over all topics (int16 multiples of a quantum:
-#: :func:`._kernels.dense_first_round_rows`), a vectorised pass that costs less per topic
+#: :func:`._kernels.first_round.dense_first_round_rows`), a vectorised pass that costs less per topic
 #: (measured on congress: one row pass ~ 1/10 of a scan of the same length). Rows are taken by
 #: the work they save, most first, within DENSE_ROWS_BYTES.
 DENSE_ROW_FRACTION = 1 / 8
@@ -63,17 +66,14 @@ def first_round(docs: DocumentArrays, candidates: Candidates, best: np.ndarray):
     Returns (topics, gains, entries read). ``best`` holds every token at the null score. Every
     column is read whole, so its entries need not be sorted yet (:attr:`Candidates.column_entries`).
     """
-    col_indptr, col_topics, col_values = candidates.column_entries
+    columns = candidates.column_entries
     dense_words = _dense_words(docs, candidates)
-    dense_rows, quantum = _kernels.dense_first_round_rows(
-        col_indptr, col_topics, col_values, candidates.row_constants, dense_words, NULL_TOPIC_LOG_SCORE
-    )
+    dense_rows, quantum = dense_first_round_rows(columns, candidates.row_constants, dense_words, NULL_TOPIC_LOG_SCORE)
     dense_row_of_word = np.full(candidates.n_words, -1, dtype=np.int64)
     dense_row_of_word[dense_words] = np.arange(len(dense_words))
-    topics, gains, entries = _kernels.first_round_best_topics(
-        dense_rows, quantum, dense_row_of_word, docs.indptr, docs.words, docs.counts, best,
-        candidates.row_constants, col_indptr, col_topics, col_values,
-        candidates.indptr, candidates.indices, candidates.values, numba.get_num_threads(),
+    topics, gains, entries = first_round_best_topics(
+        DenseRows(dense_rows, quantum, dense_row_of_word), docs.record, best, candidates.rows, columns,
+        numba.get_num_threads(),
     )
     logger.debug("first round: %d of %d words as dense rows", len(dense_words), candidates.n_words)
     return topics, gains, int(entries.sum())
@@ -83,7 +83,7 @@ def _dense_words(docs: DocumentArrays, candidates: Candidates) -> np.ndarray:
     """The words whose first-round gains come from dense rows (see :data:`DENSE_ROW_FRACTION`):
     by the scan work they save, most first, as many as DENSE_ROWS_BYTES holds; ascending ids."""
     n_topics = candidates.n_topics
-    column_lengths = np.diff(candidates.column_entries[0])
+    column_lengths = np.diff(candidates.column_entries.indptr)
     saved = np.bincount(docs.words, minlength=candidates.n_words) * (column_lengths - DENSE_ROW_FRACTION * n_topics)
     row_bytes = np.dtype(np.int16).itemsize * max(n_topics, 1)
     ranked = np.argsort(-saved, kind="stable")[: max(0, DENSE_ROWS_BYTES // row_bytes)]
@@ -108,7 +108,7 @@ class _GreedyRun:
     cache_bounds: np.ndarray  # upper bounds of their gains (exact just after that evaluation)
     cache_size: np.ndarray
     rest_bound: np.ndarray  # bounds the gain of every topic not in the cache
-    columns: tuple = ()  # the column store the scans read after the first round (see _scan_columns)
+    columns: Columns | None = None  # the column store the scans read after the first round (see _scan_columns)
     made: int = 0
     evaluations: int = 0  # full document evaluations
     topic_evaluations: int = 0  # gains of one topic on one document
@@ -132,18 +132,18 @@ class _GreedyRun:
         )
 
     @property
-    def rows(self) -> tuple:
-        c = self.candidates
-        return c.row_constants, c.indptr, c.indices, c.values
+    def links(self) -> Links:
+        """The link arrays as the kernels take them (rebuilt on each call: :meth:`reserve` replaces them)."""
+        return Links(self.doc_head, self.link_doc, self.link_topic, self.link_next, self.link_gain)
 
     @property
-    def scan(self) -> tuple:
-        c = self.candidates
-        return (c.row_constants, c.constants_descending, *self.columns)
+    def cache(self) -> GainCache:
+        return GainCache(self.cache_topics, self.cache_bounds, self.cache_size, self.rest_bound)
 
     @property
-    def cache(self) -> tuple:
-        return self.cache_topics, self.cache_bounds, self.cache_size, self.rest_bound
+    def state(self) -> GreedyState:
+        """What the greedy kernels change: best scores, links and gain caches."""
+        return GreedyState(self.best, self.links, self.cache)
 
     def reserve(self, n_links: int) -> None:
         """Room for ``n_links`` links (a chain round may make some past the budget)."""
@@ -162,9 +162,8 @@ class _GreedyRun:
         for links in (self.link_doc, self.link_topic, self.link_gain):
             links[block] = links[order]
         self.doc_head[:] = -1
-        _kernels.append_links(
-            self.link_doc[: self.made], self.link_topic[: self.made], self.link_gain[: self.made],
-            self.doc_head, self.link_doc, self.link_topic, self.link_next, self.link_gain, 0,
+        append_links(
+            self.link_doc[: self.made], self.link_topic[: self.made], self.link_gain[: self.made], self.links, 0
         )
 
 
@@ -173,7 +172,7 @@ def _link_first_topics(run: _GreedyRun) -> None:
     docs = run.docs
     all_docs = np.arange(docs.n_documents, dtype=np.int64)
     first, first_gain, entries = first_round(docs, run.candidates, run.best)
-    _kernels.link_per_document(all_docs, first, docs.indptr, docs.words, run.best, *run.rows)
+    link_per_document(all_docs, first, docs.record, run.best, run.candidates.rows)
     n_docs = docs.n_documents
     run.link_doc[:n_docs], run.link_topic[:n_docs], run.link_gain[:n_docs] = all_docs, first, first_gain
     run.doc_head[:] = all_docs
@@ -181,23 +180,22 @@ def _link_first_topics(run: _GreedyRun) -> None:
     run.entries_read = int(entries)
 
 
-def _scan_columns(run: _GreedyRun) -> tuple:
+def _scan_columns(run: _GreedyRun) -> Columns:
     """The sorted columns the later rounds' scans read: the candidates' own when already sorted,
     else only the heads a scan can still reach after the first links, sorted here (sorting every
     whole column costs about three times as much on the paper's corpora)."""
     candidates = run.candidates
     if candidates.has_sorted_columns:
         return candidates.columns
-    return _kernels.column_heads(*candidates.column_entries, run.docs.words, run.best)
+    return Columns(*column_heads(candidates.column_entries, run.docs.words, run.best))
 
 
 def _second_topics(run: _GreedyRun) -> tuple:
     """FastInitialize, round 2: every document's best second topic and its gain (its head), and
     each document's cache of next-best topics."""
     docs = run.docs
-    second, second_gain, entries = _kernels.second_topics(
-        docs.indptr, docs.words, docs.counts, run.best, *run.scan,
-        run.doc_head, run.link_topic, run.link_next, *run.cache, numba.get_num_threads(),
+    second, second_gain, entries = second_topics(
+        docs.record, run.candidates.rows, run.columns, run.best, run.links, run.cache, numba.get_num_threads()
     )
     run.entries_read += int(entries.sum())
     run.evaluations += docs.n_documents
@@ -212,7 +210,7 @@ def _chain_rounds(run: _GreedyRun, head_topic: np.ndarray, head_gain: np.ndarray
     its running minimum gain, which is its gain as long as gains fall, as submodularity says they
     do), then document id, then chain order. So every link whose key is at least t comes before
     every link whose key is below t. A round picks t (see :data:`CHAIN_ROUND_FRACTION`), extends
-    every chain whose head reaches it, in parallel (:func:`_kernels.extend_chains`), and puts the
+    every chain whose head reaches it, in parallel (:func:`._kernels.lazy_greedy.extend_chains`), and puts the
     round's links in greedy's order; a round that passes the budget keeps greedy's first links.
     ``head_topic``/``head_gain`` are updated in place."""
     docs = run.docs
@@ -232,17 +230,13 @@ def _chain_rounds(run: _GreedyRun, head_topic: np.ndarray, head_gain: np.ndarray
             active = np.flatnonzero((head_topic >= 0) & (np.minimum(head_gain, chain_floor) >= threshold))
             if not len(active):
                 break
-            topics, gains, chain_keys, work = _kernels.extend_chains(
-                threshold, CHAIN_CAP, active, head_topic, head_gain, chain_floor,
-                docs.indptr, docs.words, docs.counts, run.best, *run.scan, *run.rows[1:],
-                run.doc_head, run.link_topic, run.link_next, *run.cache, numba.get_num_threads(),
+            topics, gains, chain_keys, work = extend_chains(
+                Chains(threshold, CHAIN_CAP, active, head_topic, head_gain, chain_floor),
+                docs.record, run.candidates.rows, run.columns, run.best, run.links, run.cache, numba.get_num_threads(),
             )
             rows, positions = np.nonzero(topics >= 0)  # per document, in chain order
             run.reserve(run.made + len(rows))
-            _kernels.append_links(
-                active[rows], topics[rows, positions], gains[rows, positions],
-                run.doc_head, run.link_doc, run.link_topic, run.link_next, run.link_gain, run.made,
-            )
+            append_links(active[rows], topics[rows, positions], gains[rows, positions], run.links, run.made)
             run.made += len(rows)
             keys.append(chain_keys[rows, positions])
             entries, full, single = work.sum(axis=0).tolist()
@@ -258,15 +252,13 @@ def _chain_rounds(run: _GreedyRun, head_topic: np.ndarray, head_gain: np.ndarray
         logger.info("E-LDA greedy: %d of %d links (chain round at gain %.4g)", run.made, run.budget, threshold)
 
 
-def _greedy_steps(run: _GreedyRun, heap: tuple, report) -> None:
+def _greedy_steps(run: _GreedyRun, heap: Heap, report) -> None:
     """FastGreedy: pop the best (document, topic), re-evaluate its document, until the budget is met."""
-    docs, candidates = run.docs, run.candidates
+    docs = run.docs
     while run.made < run.budget:
         steps = min(PROGRESS_EVERY, run.budget - run.made)
-        done, entries, full, single = _kernels.greedy_steps(
-            steps, *heap, docs.n_documents,
-            docs.indptr, docs.words, docs.counts, run.best, *run.scan, *run.rows[1:],
-            run.doc_head, run.link_topic, run.link_next, run.link_doc, run.link_gain, run.made, *run.cache,
+        done, entries, full, single = greedy_steps(
+            steps, heap, docs.n_documents, docs.record, run.candidates.rows, run.columns, run.state, run.made
         )
         run.made += done
         run.entries_read += int(entries)
@@ -315,8 +307,8 @@ def fast_greedy(
         run.columns = _scan_columns(run)
         head_topic, head_gain = _second_topics(run)
         _chain_rounds(run, head_topic, head_gain, report)
-        heap = (head_gain, np.arange(n_docs, dtype=np.int64), head_topic)
-        _kernels.heapify(*heap, n_docs)
+        heap = Heap(head_gain, np.arange(n_docs, dtype=np.int64), head_topic)
+        heapify(heap, n_docs)
         _greedy_steps(run, heap, report)
     links = np.column_stack([run.link_doc[:budget], run.link_topic[:budget]])
     return solution_from_links(

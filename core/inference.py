@@ -16,7 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy import stats
 
-from . import _kernels
+from ._kernels.document_rounds import independent_links
 from .config import NULL_TOPIC_LOG_SCORE
 from .corpus import Corpus
 from .generators import Candidates
@@ -76,11 +76,8 @@ def infer_topics(
     )
     cap = min(topics_per_document or candidates.n_topics, candidates.n_topics)
     docs = DocumentArrays.from_corpus(corpus)
-    topics, gains = _kernels.independent_links(
-        docs.indptr, docs.words, docs.counts,
-        candidates.row_constants, candidates.constants_descending, *candidates.columns,
-        candidates.indptr, candidates.indices, candidates.values,
-        cap, float(min_gain if min_gain is not None else -np.inf), NULL_TOPIC_LOG_SCORE,
+    topics, gains = independent_links(
+        docs.record, candidates.rows, candidates.columns, cap, float(min_gain if min_gain is not None else -np.inf), NULL_TOPIC_LOG_SCORE,
         numba.get_num_threads(),
     )
     documents, positions = np.nonzero(topics >= 0)

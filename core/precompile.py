@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 from numba.core.registry import CPUDispatcher
 
-from . import _kernels
+from ._kernels import column_sort, cooccurrence, document_rounds, first_round, gains, lazy_greedy, readout, segments
 from .generators import GENERATORS, keyword_candidates
 from .greedy import fast_greedy
 from .inference import freeze_topics, infer_topics
@@ -30,11 +30,15 @@ from .metrics import _kernels as _metric_kernels
 from .metrics import _stability_kernels
 from .metrics import stability as _stability
 from .metrics.counts import CooccurrenceCounts, count_for_topics, topic_pairs
-from .parallel import LocalShards, parallel_elda, warm_up_kernels
+from .parallel import LocalShards, parallel_elda
+from .shard_rounds import warm_up_kernels
 from .preprocess import PreprocessConfig
 
 #: The modules whose kernels :func:`compile_kernels` covers (every ``cache=True`` kernel of the package).
-KERNEL_MODULES = (_kernels, _metric_kernels, _stability_kernels)
+KERNEL_MODULES = (
+    segments, cooccurrence, column_sort, gains, first_round, lazy_greedy, document_rounds, readout,
+    _metric_kernels, _stability_kernels,
+)
 #: Window of the sliding-window co-occurrence count it makes (any size gives the same types).
 _COUNT_WINDOW = 10
 
@@ -55,12 +59,13 @@ class KernelReport:
 
 
 def kernel_dispatchers() -> dict:
-    """{``module.kernel``: numba dispatcher} of every kernel in :data:`KERNEL_MODULES`."""
+    """{``module.kernel``: numba dispatcher} of every kernel in :data:`KERNEL_MODULES`, each under
+    the module that defines it (not those that import it)."""
     found = {}
     for module in KERNEL_MODULES:
         short = module.__name__.removeprefix("topicbench.core.")
         for name, value in vars(module).items():
-            if isinstance(value, CPUDispatcher):
+            if isinstance(value, CPUDispatcher) and value.py_func.__module__ == module.__name__:
                 found[f"{short}.{name}"] = value
     return found
 

@@ -49,7 +49,7 @@ class Dimension:
         return all(_is_int(v) for v in numbers_given if v is not None)
 
     def grid_values(self, where: str) -> tuple:
-        """Every value a grid walks: the list, or the range in ``step``s (a range needs one)."""
+        """Every value a grid walks: the list, or the range in steps of ``step`` (a range needs one)."""
         if self.values is not None:
             return self.values
         if self.step is None:

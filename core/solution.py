@@ -16,7 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from . import _kernels
+from ._kernels.readout import assign_words
+from ._kernels.records import DocLinks, Documents
 from .config import DEFAULT_TOP_WORDS, NULL_TOPIC_LOG_SCORE, OUTPUT_TOP_WORDS
 from .corpus import Corpus, segment_ids
 from .generators import Candidates
@@ -36,6 +37,11 @@ class DocumentArrays:
     @property
     def n_documents(self) -> int:
         return len(self.indptr) - 1
+
+    @property
+    def record(self) -> Documents:
+        """The arrays as the kernels take them (a :class:`._kernels.records.Documents`)."""
+        return Documents(self.indptr, self.words, self.counts)
 
     def doc_term(self, n_words: int):
         """The document-term count matrix (float64 CSR)."""
@@ -276,10 +282,8 @@ def solution_from_links(
     docs = DocumentArrays.from_corpus(corpus)
     order = np.argsort(links[:, 0], kind="stable")
     doc_link_indptr = np.searchsorted(links[order, 0], np.arange(corpus.n_documents + 1)).astype(np.int64)
-    word_topics, word_scores = _kernels.assign_words(
-        docs.indptr, docs.words, doc_link_indptr, links[order, 1].copy(),
-        candidates.row_constants, candidates.indptr, candidates.indices, candidates.values,
-        NULL_TOPIC_LOG_SCORE,
+    word_topics, word_scores = assign_words(
+        docs.record, DocLinks(doc_link_indptr, links[order, 1].copy()), candidates.rows, NULL_TOPIC_LOG_SCORE
     )
     null_log_posterior = NULL_TOPIC_LOG_SCORE * corpus.n_tokens
     return Solution(

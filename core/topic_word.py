@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # scipy.sparse is imported where used: `topicbench elda` never needs it
     import scipy.sparse as sp
 
-from . import _kernels
+from ._kernels.readout import rows_top_entries
 from .corpus import segment_ids
 from .validation import InputError
 
@@ -192,7 +192,7 @@ class ConstantPlusSparse:
         """Each row's ``n`` largest entries' columns, largest first, ties by lower column: what
         ``np.argsort(-row, kind="stable")[:n]`` gives, without the dense rows."""
         width = min(int(n), self.n_columns)
-        above, counts = _kernels.rows_top_entries(
+        above, counts = rows_top_entries(
             self.indptr, self.indices, self.values, self.row_constants, width, numba.get_num_threads()
         )
         tops = []

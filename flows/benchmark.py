@@ -34,12 +34,10 @@ from topicbench.tasks.fit_record import FitRecord
 from topicbench.tasks.progress import listening
 from topicbench.tasks.records import settings_key
 from topicbench.tasks.spool import Spool
-from topicbench.tasks.store_checks import check_free_space
+from topicbench.tasks.interrupts import exception_chain
 from topicbench.tasks.llm_judge import judge_record
-from topicbench.tasks.tracking import (
-    Tracker, TrackingError, check_tracking_uri, exception_chain, log_failed_run, log_model_run, run_record,
-    store_unavailable,
-)
+from topicbench.tasks.store_checks import TrackingError, check_free_space, check_tracking_uri, store_unavailable
+from topicbench.tasks.tracking import Tracker, log_failed_run, log_model_run, run_record
 
 from .config import BenchmarkConfig, CorpusSpec, ModelSpec
 from .console import CONSOLE

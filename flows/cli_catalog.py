@@ -1,4 +1,5 @@
-"""topicbench models list / metrics list: what a config can name, read from the registries.
+"""topicbench models list / metrics list / schema: what a config can name, read from the
+registries, and the JSON Schema a config is checked against.
 
 Each model: its registry name, the first paragraph of its class docstring and its settings'
 defaults; each metric: its name, which direction is better, what it needs of a run (``spec.needs``),
@@ -14,6 +15,9 @@ import json
 import shutil
 import sys
 import textwrap
+from pathlib import Path
+
+from topicbench.flows.checks import check_output_file
 
 #: Columns used when the output is not a terminal (a pipe, a file).
 PLAIN_WIDTH = 100
@@ -177,3 +181,30 @@ def _wrapped(head: str, text: str, column: int, width: int) -> list[str]:
     indent = " " * column
     return textwrap.wrap(text, width=max(width, column + 20), initial_indent=f"{head:<{column}}",
                          subsequent_indent=indent, break_on_hyphens=False) or [head.rstrip()]
+
+
+def add_schema_command(commands) -> None:
+    """topicbench schema: the benchmark config's JSON Schema, for editors."""
+    schema = commands.add_parser(
+        "schema", help="print the benchmark config's JSON Schema (for editors' YAML support)",
+        description="Print the JSON Schema (draft 2020-12) every benchmark config is checked against: its "
+        "fields, each registered model's settings (plugins included), the metric and report-section names. "
+        "A YAML language server reads it from a first line '# yaml-language-server: $schema=PATH'.",
+    )
+    schema.add_argument("--out", metavar="FILE", help="write it to FILE instead of printing it")
+    schema.set_defaults(handler=run_schema_command)
+
+
+def run_schema_command(args) -> int:
+    from topicbench.core.io import write_text_atomically
+    from topicbench.flows.config_schema import config_schema
+
+    if args.out:
+        check_output_file(args.out, "--out")
+    text = json.dumps(config_schema(), indent=2, ensure_ascii=False) + "\n"
+    if args.out:
+        write_text_atomically(Path(args.out), text)
+        print(f"wrote {args.out}")
+    else:
+        sys.stdout.write(text)
+    return 0

@@ -139,7 +139,7 @@ def require_existing_store(uri: str) -> None:
     """Reading commands never create a store: a sqlite file that does not exist is an error (MLflow
     would create and migrate an empty database, slowly, and then find nothing)."""
     from topicbench.tasks.store_checks import uri_scheme
-    from topicbench.tasks.tracking import check_tracking_uri, sqlite_path, tracking_store_exists
+    from topicbench.tasks.store_checks import check_tracking_uri, sqlite_path, tracking_store_exists
 
     database = sqlite_path(uri)
     if database is not None and not tracking_store_exists(uri):
@@ -199,7 +199,7 @@ def check_services(config, connect_timeout: float) -> None:
     """What a run needs outside this process answers, before any work: the Dask scheduler, the
     tracking store, and the LLM endpoint where a metric asks one."""
     from topicbench.flows.checks import check_scheduler_reachable
-    from topicbench.tasks.tracking import check_tracking_uri
+    from topicbench.tasks.store_checks import check_tracking_uri
 
     if config.scheduler:
         check_scheduler_reachable(config.scheduler, connect_timeout)

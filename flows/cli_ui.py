@@ -86,7 +86,7 @@ def shared_runs_view(uri: str, experiment) -> str | None:
     from mlflow.tracking import MlflowClient
 
     from topicbench.tasks.runs_view import share_runs_view
-    from topicbench.tasks.tracking import FIT_ROLE
+    from topicbench.tasks.run_claims import FIT_ROLE
 
     try:
         return share_runs_view(MlflowClient(uri), experiment.experiment_id,

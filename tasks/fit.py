@@ -30,13 +30,15 @@ LLM_RECORDS = "llm/requests.jsonl"
 class FitResult:
     """What a fit sends back to the flow: the output, the model's resolved values (tracked as
     ``resolved.<name>``), p(topic | document) of the held-out documents where the model can
-    infer them, and where it was fitted (:func:`fit_location`, tracked as ``topicbench.fitted_on.*``
-    tags)."""
+    infer them, where it was fitted (:func:`fit_location`, tracked as ``topicbench.fitted_on.*``
+    tags), and what was asked, the fitted model's ``get_params()`` (K, the seed and every setting,
+    defaults filled in; tracked as ``settings.<name>``)."""
 
     output: TopicModelOutput
     resolved: dict
     heldout_theta: np.ndarray | None = None
     fitted_on: dict = field(default_factory=dict)
+    params: dict | None = None
 
 
 @task(name="fit_model", retries=0, cache_policy=NONE)
@@ -55,7 +57,7 @@ def fit_model(
         theta = None
         if heldout is not None and estimator.supports_transform:
             theta = estimator.transform(heldout)
-        return FitResult(estimator.output_, dict(estimator.resolved_), theta, fit_location())
+        return FitResult(estimator.output_, dict(estimator.resolved_), theta, fit_location(), estimator.get_params())
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,8 @@ class ScoredFit:
     context_built : bool
         Whether this scoring built the corpus's metric context (its counts), or reused this
         process's (:func:`~topicbench.tasks.metrics.process_metric_context`).
+    params : dict or None
+        The fitted model's ``get_params()`` (:attr:`FitResult.params`).
     """
 
     output: OutputSummary
@@ -105,6 +109,7 @@ class ScoredFit:
     fitted_on: dict = field(default_factory=dict)
     scoring_seconds: float = 0.0
     context_built: bool = False
+    params: dict | None = None
 
 
 @task(name="fit_model_and_score", retries=0, cache_policy=NONE)
@@ -142,7 +147,7 @@ def fit_and_score(
         extra[LLM_RECORDS] = "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
     artifacts = ArtifactFolder.write(fitted.output, flow_host, extra)
     return ScoredFit(summary, fitted.resolved, scores, skipped, artifacts, fitted.fitted_on, scoring_seconds,
-                     context_built)
+                     context_built, fitted.params)
 
 
 def fit_location() -> dict:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import asdict, dataclass, field
 
 
@@ -18,8 +19,19 @@ from dataclasses import asdict, dataclass, field
 METRIC_CONTEXT_TAG = "topicbench.metric_context"
 
 
+#: A tracked metric name such as ``umass_top10``: the score key ``umass@10`` it stands for.
+_TOP = re.compile(r"^(.*)_top(\d+)$")
+
+
 def tracked_name(key: str) -> str:
+    """A score key as MLflow stores it: ``umass@10`` -> ``umass_top10``."""
     return key.replace("@", "_top")
+
+
+def score_key(name: str) -> str:
+    """A tracked metric name's score key (the inverse of :func:`tracked_name`)."""
+    match = _TOP.match(name)
+    return f"{match.group(1)}@{match.group(2)}" if match else name
 
 
 @dataclass(frozen=True)
@@ -29,7 +41,9 @@ class FitRecord:
     Attributes
     ----------
     params : dict of str -> str
-        The model's resolved values as ``resolved.<name>``.
+        What was asked, the fitted model's settings as ``settings.<name>`` (from its
+        ``get_params()``; K and the seed are the run's own params), and the model's resolved
+        values as ``resolved.<name>``.
     tags : dict of str -> str
         Where it was fitted, the scoring time, skipped metrics, the kind of training loss.
     metrics : dict of str -> float
@@ -51,7 +65,9 @@ class FitRecord:
     def of(cls, fit, label: str = "") -> "FitRecord":
         """The record of a :class:`~topicbench.tasks.fit.ScoredFit`."""
         output = fit.output
-        params = {f"resolved.{k}"[:250]: str(v)[:6000] for k, v in fit.resolved.items()}
+        asked = {k: v for k, v in (fit.params or {}).items() if k not in ("num_topics", "random_state")}
+        params = {f"settings.{k}"[:250]: str(v)[:6000] for k, v in asked.items()}
+        params.update({f"resolved.{k}"[:250]: str(v)[:6000] for k, v in fit.resolved.items()})
         tags = {f"topicbench.fitted_on.{k}": str(v) for k, v in fit.fitted_on.items()}
         tags["topicbench.scoring_seconds"] = f"{fit.scoring_seconds:.3f}"
         # the shared work a search counts: this scoring built the corpus's counts, or reused them

@@ -13,6 +13,8 @@ import logging
 import math
 import threading
 
+from .abandoned import stop_if_abandoned
+
 logger = logging.getLogger(__name__)
 
 #: Fraction of a fit between two progress lines of a fit that no display in its process shows.
@@ -41,11 +43,12 @@ def fit_progress(label: str):
 
     With a listener in this process it reports the fit's start, each step and its end there;
     otherwise it logs a line through the task's run logger each time the fit passes another
-    :data:`LOG_FRACTION` of its steps (and at its last step).
+    :data:`LOG_FRACTION` of its steps (and at its last step), and stops the fit when its Dask task
+    is cancelled (:func:`~topicbench.tasks.abandoned.stop_if_abandoned`).
     """
     listener = _listener
-    if listener is None:
-        yield ThrottledProgressLog(label, _run_logger())
+    if listener is None:  # a Dask worker's fit: it also stops when its run is gone
+        yield stop_if_abandoned(ThrottledProgressLog(label, _run_logger()), label)
         return
     listener.fit_started(label)
     try:

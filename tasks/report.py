@@ -18,11 +18,14 @@ from prefect.cache_policies import NONE
 from topicbench.core.io import write_text_atomically
 from topicbench.core.validation import InputError
 
+from .report_interactive import interactive_plots
 from .report_plots import write_plots
 from .report_render import render_html, render_markdown
 from .report_sections import Report, ReportData
 from .report_stability import StabilityFindings, collect_stability
-from .tracking import FIT_ROLE, PARENT_ROLE, TrackingError, check_tracking_uri, score_key
+from .fit_record import score_key
+from .run_claims import FIT_ROLE, PARENT_ROLE
+from .store_checks import TrackingError, check_tracking_uri
 
 logger = logging.getLogger(__name__)
 
@@ -151,8 +154,9 @@ class ReportWriteError(InputError):
 
 
 def write_report(report: Report, data: ReportData, folder) -> dict:
-    """Write the report's plots (PNG), ``report.md`` and the self-contained ``report.html`` into
-    ``folder``; returns their paths and the number of finished and failed runs.
+    """Write the report's plots (PNG), ``report.md`` and the self-contained ``report.html`` (its
+    plots interactive) into ``folder``; returns their paths and the number of finished and failed
+    runs.
 
     Every file is written whole or not at all (a full disk leaves no empty ``report.md``); a
     failed write raises :class:`ReportWriteError`."""
@@ -161,7 +165,8 @@ def write_report(report: Report, data: ReportData, folder) -> dict:
         folder.mkdir(parents=True, exist_ok=True)
         images = write_plots(report.plots(), data.runs, folder, data.models)
         write_text_atomically(folder / "report.md", render_markdown(report, images))
-        write_text_atomically(folder / "report.html", render_html(report, images))
+        figures = interactive_plots(report.plots(), data.runs, data.models)
+        write_text_atomically(folder / "report.html", render_html(report, images, figures))
     except OSError as error:
         raise ReportWriteError(
             f"cannot write the report into {folder}: {error.strerror or error}; the runs are kept in the "

@@ -62,6 +62,28 @@ def _sizes(columns, metric: str) -> list[str]:
     return sorted(found, key=lambda c: int(c.split("@")[1]))
 
 
+def seed_mean_sd(values: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """Mean and sd over seeds (rows) per column, NaN where a column has no value (a gap); sd None
+    with one seed."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN N: a gap
+        mean = np.nanmean(values, axis=0)
+        sd = np.nanstd(values, axis=0, ddof=1) if len(values) > 1 else None
+    return mean, sd
+
+
+def coherence_curves(done: pd.DataFrame, key: str, styles: dict) -> tuple[list, list]:
+    """The N grid of measure ``key`` and, per model of ``styles`` scored under it, (model, style,
+    mean over seeds, sd over seeds or None)."""
+    columns = _sizes(done.columns, key)
+    curves = []
+    for model, style in styles.items():
+        values = done.loc[done.model == model, columns].to_numpy(dtype=float)
+        if values.size and not np.isnan(values).all():
+            curves.append((model, style, *seed_mean_sd(values)))
+    return [int(c.split("@")[1]) for c in columns], curves
+
+
 def coherence_figure(runs: pd.DataFrame, styles: dict, *, corpus: str, measures):
     """One panel per measure of ``measures`` ((key, title) pairs): the mean over seeds against N,
     a line per model with a band of ± sd. An N a model was not scored at (its topics are shorter)
@@ -73,17 +95,9 @@ def coherence_figure(runs: pd.DataFrame, styles: dict, *, corpus: str, measures)
     plt = _pyplot()
     figure, axes = plt.subplots(1, len(panels), figsize=(3.3 * len(panels), 3.0), squeeze=False)
     for axis, (key, title) in zip(axes[0], panels):
-        columns = _sizes(done.columns, key)
-        sizes = [int(c.split("@")[1]) for c in columns]
+        sizes, found = coherence_curves(done, key, styles)
         curves = {}
-        for model, style in styles.items():
-            values = done.loc[done.model == model, columns].to_numpy(dtype=float)
-            if values.size == 0 or np.isnan(values).all():
-                continue
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN N: a gap
-                mean = np.nanmean(values, axis=0)
-                sd = np.nanstd(values, axis=0, ddof=1) if len(values) > 1 else None
+        for model, style, mean, sd in found:
             axis.plot(sizes, mean, label=model, linewidth=1.3, markersize=4, **style)
             if sd is not None:
                 axis.fill_between(sizes, mean - sd, mean + sd, alpha=0.12, color=style["color"])

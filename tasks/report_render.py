@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from .report_interactive import plotly_script
 from .report_sections import Plot, Report, Section
 from .report_statistics import Flip
 from .report_tables import Estimate, ReportTable, Share, TopicWords
@@ -50,7 +51,8 @@ table.summary th,table.summary td{padding:0.22em 0.4em} table.summary td.number{
 table.topics{table-layout:fixed;width:100%} table.topics td{font-size:0.95em} table.topics th:first-child{width:9em}
 p.table-note{font-size:0.8em;color:#666;margin:0 0 1.4em}
 div.table-row{display:flex;flex-wrap:wrap;gap:0 2em;align-items:flex-start}
-img{max-width:100%;margin:0.5em 0 1.5em;display:block} code{background:#f3f3f3}"""
+img{max-width:100%;margin:0.5em 0 1.5em;display:block} code{background:#f3f3f3}
+figure.plot{margin:0.5em 0 1.5em;max-width:100%}"""
 
 
 # ----------------------------------------------------------------------------------------------
@@ -334,10 +336,12 @@ def html_table(table: ReportTable, with_notes: bool = True) -> str:
             f"<tbody>{''.join(rows)}</tbody></table>{notes}</div>")
 
 
-def _html_block(block, images: dict) -> str:
+def _html_block(block, images: dict, figures: dict) -> str:
     if isinstance(block, ReportTable):
         return html_table(block)
     if isinstance(block, Plot):
+        if block.file_name in figures:
+            return f"<figure class='plot' aria-label='{html.escape(block.alt)}'>{figures[block.file_name]}</figure>"
         if block.file_name not in images:
             return ""
         data = base64.b64encode(Path(images[block.file_name]).read_bytes()).decode()
@@ -345,7 +349,7 @@ def _html_block(block, images: dict) -> str:
     return f"<p>{html.escape(block)}</p>"
 
 
-def _html_section(section: Section, anchor: str, images: dict) -> str:
+def _html_section(section: Section, anchor: str, images: dict, figures: dict) -> str:
     """The heading (with its anchor) and the blocks; titled tables next to each other share a row
     (they are read side by side: one metric each, same models and corpora), and their notes are
     said once under the row."""
@@ -360,18 +364,21 @@ def _html_section(section: Section, anchor: str, images: dict) -> str:
             parts.append(f"<div class='table-row'>{''.join(group)}</div>{said}")
             group, notes = [], []
         if block is not None:
-            parts.append(_html_block(block, images))
+            parts.append(_html_block(block, images, figures))
     return "".join(parts)
 
 
-def render_html(report: Report, images: dict) -> str:
-    """The report as one self-contained page: the plots are embedded, the style inline; the
-    opening sections (the summary) first, then a list of links to every section."""
+def render_html(report: Report, images: dict, figures: dict | None = None) -> str:
+    """The report as one self-contained page: the plots are embedded (``figures``, file name ->
+    HTML of an interactive figure, in place of that image; plotly.js then once in the head), the
+    style inline; the opening sections (the summary) first, then a list of links to every section."""
+    figures = figures or {}
     opening, rest = _ordered(report)
     lead = "".join(f"<p>{html.escape(line)}</p>" for line in report.lead)
     links = "".join(f"<li><a href='#{anchor}'>{html.escape(section.title)}</a></li>" for section, anchor in opening + rest)
     contents = f"<nav class='contents'><strong>Contents</strong><ol>{links}</ol></nav>" if report.sections else ""
-    body = (f"<h1>{html.escape(report.title)}</h1>{lead}" + "".join(_html_section(s, a, images) for s, a in opening)
-            + contents + "".join(_html_section(s, a, images) for s, a in rest))
+    body = (f"<h1>{html.escape(report.title)}</h1>{lead}" + "".join(_html_section(s, a, images, figures) for s, a in opening)
+            + contents + "".join(_html_section(s, a, images, figures) for s, a in rest))
+    script = f"<script>{plotly_script()}</script>" if figures else ""
     return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(report.title)}</title>"
-            f"<style>{STYLE}</style></head><body>{body}</body></html>")
+            f"<style>{STYLE}</style>{script}</head><body>{body}</body></html>")

@@ -19,6 +19,7 @@ import pandas as pd
 from topicbench.core.io import file_name_for
 from topicbench.core.registry import Registry
 
+from . import report_interactive as interactive
 from . import report_plots as plots
 from .report_stability import StabilityFindings, stability_remarks, stability_tables
 from .report_statistics import ranking_agreement, set1_table
@@ -48,11 +49,14 @@ TOPICS_SHOWN, TOPIC_WORDS_SHOWN = 5, 8
 @dataclass(frozen=True)
 class Plot:
     """A figure a section shows: ``draw(runs, styles)`` returns a matplotlib figure (or None when
-    there is nothing to draw), written to ``file_name`` by :func:`report_plots.write_plots`."""
+    there is nothing to draw), written to ``file_name`` by :func:`report_plots.write_plots`;
+    ``interactive(runs, styles)``, when given, the same data as a Plotly figure, which the HTML
+    page shows instead of the image (:mod:`~topicbench.tasks.report_interactive`)."""
 
     file_name: str
     alt: str
     draw: Callable
+    interactive: Callable | None = None
 
 
 @dataclass(frozen=True)
@@ -223,7 +227,8 @@ def pivots(data: ReportData, columns, keep_empty: bool = False) -> list:
 @register_section("coherence")
 def coherence_section(data: ReportData) -> Section:
     figures = tuple(Plot(f"coherence_{file_name_for(corpus)}.png", f"coherence against N on {corpus}",
-                         partial(plots.coherence_figure, corpus=corpus, measures=COHERENCE_MEASURES))
+                         partial(plots.coherence_figure, corpus=corpus, measures=COHERENCE_MEASURES),
+                         partial(interactive.coherence_figure, corpus=corpus, measures=COHERENCE_MEASURES))
                     for corpus in data.corpora)
     return Section("Coherence against N", (
         "Mean over seeds (band: ± sd) of each measure over the top-N words of every topic a model uses.",
@@ -281,7 +286,8 @@ def diversity_section(data: ReportData) -> Section:
 @register_section("training")
 def training_section(data: ReportData) -> Section | None:
     figures = (Plot(f"training_{file_name_for(corpus)}.png", f"training loss curves on {corpus}",
-                    partial(plots.training_figure, corpus=corpus)) for corpus in data.corpora)
+                    partial(plots.training_figure, corpus=corpus), partial(interactive.training_figure, corpus=corpus))
+               for corpus in data.corpora)
     return table_section(
         "Training and convergence",
         "Every iterative fit logs its loss per epoch (Gibbs: per 10 sweeps) as the MLflow metric "
@@ -301,7 +307,8 @@ def fit_time_section(data: ReportData) -> Section:
         "Fit time is the training alone. One-time work before it (numba compiling E-LDA's kernels "
         "once per worker process, or loading them from numba's cache; loading cached document "
         "embeddings and the torch modules) is timed apart as setup time.",
-        Plot("fit_time.png", "fit time per model and corpus", partial(plots.fit_time_figure, corpora=data.corpora)),
+        Plot("fit_time.png", "fit time per model and corpus", partial(plots.fit_time_figure, corpora=data.corpora),
+             partial(interactive.fit_time_figure, corpora=data.corpora)),
         *(table for table in tables if not table.empty),
     ))
 

@@ -4,12 +4,16 @@ Every command checks its store here first (:func:`check_tracking_uri`): the URI'
 tracking server's ``/health``, a sqlite database's file, integrity (``PRAGMA quick_check``) and
 owner (MLflow's tables, or none yet), a PostgreSQL database's connection, and the schema revision
 of an MLflow database against the installed MLflow's. A problem raises :class:`TrackingError`,
-whose message names the store and the fix: the CLI prints it as one line.
+whose message names the store and the fix: the CLI prints it as one line. The environment's
+tracking settings are checked here too, and topicbench's defaults of MLflow's client set
+(:func:`use_tracking_defaults`, where runs start). Once runs are under way,
+:func:`store_unavailable` tells a store that is gone or full from one call that was wrong.
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import re
 import shutil
@@ -18,6 +22,8 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from topicbench.core.io import can_write_in
+
+from .interrupts import exception_chain
 
 #: Schemes of the stores topicbench tracks runs in: a sqlite file, a PostgreSQL database (its
 #: driver, psycopg, is a dependency), an MLflow tracking server.
@@ -350,13 +356,32 @@ def check_free_space(uri: str, megabytes: float = MIN_FREE_MEGABYTES) -> None:
 
 
 #: Environment settings of tracking: (name, default, minimum, what it is). MLflow's HTTP client
-#: reads the MLFLOW_ ones at every call; topicbench sets its own defaults (tasks/tracking.py).
+#: reads the ``MLFLOW_*`` ones at every call; topicbench sets its own defaults (:func:`use_tracking_defaults`).
 TRACKING_SETTINGS = {
     "TOPICBENCH_STALE_RUN_SECONDS": (600.0, 0.0, "seconds without a heartbeat after which a run of another host is stale"),
     "MLFLOW_HTTP_REQUEST_MAX_RETRIES": (5, 0, "retries of a tracking server request"),
     "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": (1, 0, "seconds of the first backoff between tracking server retries"),
     "MLFLOW_HTTP_REQUEST_TIMEOUT": (60, 1, "seconds to wait for a tracking server's answer"),
 }
+
+
+def use_tracking_defaults() -> None:
+    """topicbench's settings of MLflow's client, each unless the environment sets it: no progress
+    bar of artifact uploads; no "View run ... at: URL" line per ended run on a tracking server
+    (two lines a run on the console; the report and the summary line already say where the runs
+    are); bounded retries of a server's requests (:data:`TRACKING_SETTINGS`).
+    And MLflow's sqlalchemy store, which logs every database error it raises again with its
+    traceback (60 lines for a full disk) before the flow handles it and says what happened, is
+    heard only with -v. Called where runs start; calling it again changes nothing."""
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
+    for name in ("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "MLFLOW_HTTP_REQUEST_TIMEOUT"):
+        os.environ.setdefault(name, str(TRACKING_SETTINGS[name][0]))
+    logging.getLogger("mlflow.store.db.utils").addFilter(_with_verbose_logging)  # once: a filter is kept once
+
+
+def _with_verbose_logging(record: logging.LogRecord) -> bool:
+    return logging.getLogger().isEnabledFor(logging.DEBUG)
 
 
 def check_tracking_settings() -> None:
@@ -382,3 +407,38 @@ def tracking_setting(name: str):
             f"set it to e.g. {default}, or unset it"
         )
     return value
+
+
+# -- what a store's errors say ------------------------------------------------------------------
+
+#: What a store that is gone or full answers (messages of MLflow, requests, sqlite, psycopg, the OS).
+UNAVAILABLE = (
+    "Max retries exceeded", "Connection refused", "Failed to establish a new connection", "Connection reset",
+    "Connection aborted", "RemoteDisconnected", "timed out", "database or disk is full", "No space left on device",
+    "disk I/O error", "unable to open database file", "database disk image is malformed",
+    "server closed the connection", "connection is bad", "could not connect to server", "Disk quota exceeded",
+)
+
+
+def store_unavailable(error: BaseException) -> bool:
+    """Whether ``error`` (or an error it was raised from) says the store is gone or full, rather
+    than that one call was wrong: a server that does not answer, a disk that is full."""
+    import errno
+
+    for cause in exception_chain(error):
+        if isinstance(cause, OSError) and cause.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        if any(text in str(cause) for text in UNAVAILABLE):
+            return True
+    return False
+
+
+def store_busy(error: BaseException) -> bool:
+    """Whether ``error`` is a database lock that a later try may find released."""
+    return "database is locked" in str(error)
+
+
+def lost_insert_race(error: BaseException) -> bool:
+    """Whether ``error`` is a unique constraint that another process's insert of the same row
+    violated first (sqlite's or PostgreSQL's words, directly or through a server)."""
+    return any(text in str(error) for text in ("UNIQUE constraint failed", "duplicate key value", "IntegrityError"))

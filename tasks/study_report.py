@@ -20,6 +20,7 @@ from topicbench.core.search_space import NUM_TOPICS, point_text
 from topicbench.core.selection import pareto_front
 
 from .report import ReportWriteError
+from .report_interactive import interactive_plots
 from .report_plots import write_plots
 from .report_render import render_html, render_markdown
 from .report_sections import Plot, Report, Section
@@ -67,8 +68,38 @@ def _curves_section(choices, objectives) -> Section:
     for corpus in dict.fromkeys(c.corpus for c in choices):
         corpus_choices = [c for c in choices if c.corpus == corpus]
         blocks.append(Plot(f"search_{file_name_for(corpus)}.png", f"objectives against the searched settings on {corpus}",
-                           lambda runs, styles, chosen=corpus_choices: _curves_figure(chosen, objectives)))
+                           lambda runs, styles, chosen=corpus_choices: _curves_figure(chosen, objectives),
+                           lambda runs, styles, chosen=corpus_choices, name=corpus: _curves_interactive(chosen, objectives, name)))
     return Section("Objectives against the settings", tuple(blocks))
+
+
+def _curve_lines(choice, objective) -> tuple[str, list]:
+    """What a panel of (model, objective) draws: the x dimension's name and, per value of the
+    other searched dimensions, (label, x values, positions, means, sds, position of the chosen x
+    or None); positions are the values when numeric, else 0, 1, …"""
+    trials = [t for t in choice.trials if t["state"] == "COMPLETE"]
+    names = list(trials[0]["point"]) or ["(as configured)"]
+    x_name, rest = names[0], names[1:]
+    groups = {}
+    for trial in trials:
+        groups.setdefault(tuple((n, trial["point"].get(n)) for n in rest), []).append(trial)
+    lines = []
+    for key, members in sorted(groups.items(), key=lambda item: str(item[0])):
+        members = sorted(members, key=lambda t: _sort_value(t["point"].get(x_name)))
+        xs = [t["point"].get(x_name, 0) for t in members]
+        values = [_finite(t["per_seed"].get(objective.key, [])) for t in members]
+        means = np.array([np.mean(v) if v else np.nan for v in values])
+        sds = np.array([np.std(v, ddof=1) if len(v) > 1 else 0.0 for v in values])
+        positions = xs if all(isinstance(x, (int, float)) for x in xs) else list(range(len(xs)))
+        chosen = None
+        if choice.point and all(choice.point.get(n) == v for n, v in key) and choice.point.get(x_name) in xs:
+            chosen = positions[xs.index(choice.point[x_name])]
+        lines.append((", ".join(f"{n}={v}" for n, v in key) or choice.label, xs, positions, means, sds, chosen))
+    return ("K" if x_name == NUM_TOPICS else x_name), lines
+
+
+def _objective_label(objective) -> str:
+    return objective.key + (" (higher is better)" if objective.higher_is_better else " (lower is better)")
 
 
 def _curves_figure(choices, objectives):
@@ -81,39 +112,60 @@ def _curves_figure(choices, objectives):
     figure, axes = plt.subplots(len(objectives), len(drawable), figsize=(4.2 * len(drawable), 3.0 * len(objectives)),
                                 squeeze=False)
     for column, choice in enumerate(drawable):
-        trials = [t for t in choice.trials if t["state"] == "COMPLETE"]
-        names = list(trials[0]["point"]) or ["(as configured)"]
-        x_name, rest = names[0], names[1:]
-        lines = {}
-        for trial in trials:
-            lines.setdefault(tuple((n, trial["point"].get(n)) for n in rest), []).append(trial)
         for row, objective in enumerate(objectives):
             axis = axes[row][column]
-            for i, (key, members) in enumerate(sorted(lines.items(), key=lambda item: str(item[0]))):
-                members = sorted(members, key=lambda t: _sort_value(t["point"].get(x_name)))
-                xs = [t["point"].get(x_name, 0) for t in members]
-                values = [_finite(t["per_seed"].get(objective.key, [])) for t in members]
-                means = np.array([np.mean(v) if v else np.nan for v in values])
-                sds = np.array([np.std(v, ddof=1) if len(v) > 1 else 0.0 for v in values])
-                positions = xs if all(isinstance(x, (int, float)) for x in xs) else list(range(len(xs)))
-                label = ", ".join(f"{n}={v}" for n, v in key) or choice.label
+            x_label, lines = _curve_lines(choice, objective)
+            for i, (label, xs, positions, means, sds, chosen) in enumerate(lines):
                 colour, marker = COLOURS[i % len(COLOURS)], MARKERS[i % len(MARKERS)]
                 axis.plot(positions, means, marker=marker, color=colour, label=label)
                 axis.fill_between(positions, means - sds, means + sds, color=colour, alpha=0.2)
                 if positions is not xs:
                     axis.set_xticks(positions, [str(x) for x in xs])
-                if choice.point and all(choice.point.get(n) == v for n, v in key) and x_name in choice.point:
-                    chosen_x = choice.point[x_name]
-                    if chosen_x in xs:
-                        at = positions[xs.index(chosen_x)]
-                        axis.axvline(at, color="#555", linestyle=":", linewidth=1)
-            axis.set_xlabel("K" if x_name == NUM_TOPICS else x_name)
-            axis.set_ylabel(objective.key + (" (higher is better)" if objective.higher_is_better else " (lower is better)"))
+                if chosen is not None:
+                    axis.axvline(chosen, color="#555", linestyle=":", linewidth=1)
+            axis.set_xlabel(x_label)
+            axis.set_ylabel(_objective_label(objective))
             axis.set_title(choice.label if row == 0 else "", fontsize=9)
             axis.grid(alpha=0.3)
             if len(lines) > 1 and row == 0:
                 axis.legend(fontsize=7, frameon=False)
     figure.tight_layout()
+    return figure
+
+
+def _curves_interactive(choices, objectives, corpus: str):
+    """:func:`_curves_figure` as an interactive figure (hover reads a trial's mean and sd)."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    from .report_interactive import SYMBOLS, figure_layout
+    from .report_plots import COLOURS, MARKERS
+
+    drawable = [c for c in choices if any(t["state"] == "COMPLETE" for t in c.trials)]
+    if not drawable:
+        return None
+    figure = make_subplots(rows=len(objectives), cols=len(drawable), column_titles=[c.label for c in drawable],
+                           vertical_spacing=0.6 / len(objectives), horizontal_spacing=0.08)
+    for column, choice in enumerate(drawable, start=1):
+        for row, objective in enumerate(objectives, start=1):
+            x_label, lines = _curve_lines(choice, objective)
+            for i, (label, xs, positions, means, sds, chosen) in enumerate(lines):
+                colour = COLOURS[i % len(COLOURS)]
+                figure.add_trace(go.Scatter(
+                    x=positions, y=means, error_y={"type": "data", "array": sds, "color": colour, "thickness": 1},
+                    mode="lines+markers", name=label, legendgroup=label, showlegend=row == 1 and len(lines) > 1,
+                    line={"color": colour}, marker={"symbol": SYMBOLS[MARKERS[i % len(MARKERS)]], "size": 7},
+                    customdata=[str(x) for x in xs],
+                    hovertemplate=f"{label}<br>{x_label}=%{{customdata}}: %{{y:.4g}} ± %{{error_y.array:.2g}}<extra></extra>",
+                ), row=row, col=column)
+                if chosen is not None:
+                    figure.add_vline(x=chosen, line={"color": "#555", "dash": "dot", "width": 1}, row=row, col=column)
+                # ticks at the searched values only (K = 2.5 was never fitted)
+                figure.update_xaxes(tickvals=positions, ticktext=[str(x) for x in xs], row=row, col=column)
+            figure.update_xaxes(title_text=x_label, row=row, col=column)
+            figure.update_yaxes(title_text=_objective_label(objective), title_font={"size": 10}, row=row, col=column)
+    figure_layout(figure, f"Objectives against the searched settings — {corpus}", 120 + 260 * len(objectives),
+                  legend_title=None)
     return figure
 
 
@@ -166,7 +218,8 @@ def write_study_report(report: Report, chosen_config: dict, folder) -> dict:
         folder.mkdir(parents=True, exist_ok=True)
         images = write_plots(report.plots(), pd.DataFrame(), folder, [])
         write_text_atomically(folder / "search.md", render_markdown(report, images))
-        write_text_atomically(folder / "search.html", render_html(report, images))
+        figures = interactive_plots(report.plots(), pd.DataFrame(), [])
+        write_text_atomically(folder / "search.html", render_html(report, images, figures))
         header = "# The search's chosen settings: topicbench run chosen.yaml\n"
         write_text_atomically(folder / CHOSEN_CONFIG, header + yaml.safe_dump(chosen_config, sort_keys=False))
     except OSError as error:

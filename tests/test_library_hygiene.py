@@ -219,3 +219,15 @@ def test_no_function_is_longer_than_a_screen(package):
     """Numba kernels excepted: a kernel's loop nest reads best whole."""
     long = [entry for path in _python_files(package) for entry in _long_functions(path)]
     assert not long, f"functions over {MAX_FUNCTION_LINES} lines: " + "; ".join(long)
+
+
+#: Most lines a library module may have: a module a reader can hold in mind (issue 28). The split
+#: kernel modules (core/_kernels/) are far below it too, so none is excepted.
+MAX_MODULE_LINES = 500
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_no_module_is_longer_than_it_can_be_read(package):
+    long = {str(path.relative_to(ROOT)): n for path in _python_files(package)
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
+    assert not long, f"modules over {MAX_MODULE_LINES} lines (split them by job): {long}"

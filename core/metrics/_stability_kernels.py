@@ -34,6 +34,8 @@ u = c / x_min, is below 1.5e-18, far under rounding (u = 1e-5, E-LDA's usual, ne
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numba as nb
 import numpy as np
 
@@ -48,6 +50,31 @@ LN2 = np.log(2.0)
 SERIES_RATIO = 0.05
 #: ... with the terms k = 2..SERIES_TERMS (see the module docstring for the error bound).
 SERIES_TERMS = 12
+
+
+class SparseRows(NamedTuple):
+    """A constant-plus-sparse matrix as the kernels read it: per row its constant (and the
+    constant's x log2 x), CSR ``indptr``/``indices`` of its stored columns (sorted per row), and
+    the stored values (and their x log2 x)."""
+
+    constants: np.ndarray
+    constants_log: np.ndarray
+    indptr: np.ndarray
+    indices: np.ndarray
+    values: np.ndarray
+    values_log: np.ndarray
+
+
+class RowMoments(NamedTuple):
+    """What the series reads of each row of a :class:`SparseRows` (:func:`row_moments`): log2 of
+    each stored value (0 where it is 0), then per row its smallest stored value, their sum, the sum
+    of their log2 and the scaled moments N_k, k = 2..SERIES_TERMS."""
+
+    log2: np.ndarray
+    smallest: np.ndarray
+    sums: np.ndarray
+    sum_logs: np.ndarray
+    scaled: np.ndarray
 
 
 @nb.njit(**_SERIAL)
@@ -94,14 +121,16 @@ def js_dense_dense(a, a_log_a, b, b_log_b):
 
 
 @nb.njit(**_PARALLEL)
-def js_sparse_dense(constants, constants_log, indptr, indices, values, values_log, b, b_log_b):
-    """JS divergences between the rows of a constant-plus-sparse matrix and those of a dense one:
-    each pair walks every column, taking the sparse row's constant between its stored columns."""
-    n_a, n_b, n_columns = constants.shape[0], b.shape[0], b.shape[1]
+def js_sparse_dense(a, b, b_log_b):
+    """JS divergences between the rows of a constant-plus-sparse matrix ``a`` (:class:`SparseRows`)
+    and those of a dense one: each pair walks every column, taking the sparse row's constant
+    between its stored columns."""
+    n_a, n_b, n_columns = a.constants.shape[0], b.shape[0], b.shape[1]
+    indices, values, values_log = a.indices, a.values, a.values_log
     out = np.empty((n_a, n_b), dtype=np.float64)
     for i in nb.prange(n_a):
-        c, c_log = constants[i], constants_log[i]
-        start, stop = indptr[i], indptr[i + 1]
+        c, c_log = a.constants[i], a.constants_log[i]
+        start, stop = a.indptr[i], a.indptr[i + 1]
         for j in range(n_b):
             total = 0.0
             p = start
@@ -116,10 +145,13 @@ def js_sparse_dense(constants, constants_log, indptr, indices, values, values_lo
 
 
 @nb.njit(**_SERIAL)
-def _pair_exact(ca, ca_log, a_start, a_stop, a_indices, a_values, a_values_log,
-                cb, cb_log, b_start, b_stop, b_indices, b_values, b_values_log, n_columns):
-    """sum_v f(a_v, b_v) of two constant-plus-sparse rows: a merge of their stored columns, and the
-    columns neither stores in closed form."""
+def _pair_exact(a, i, b, j, n_columns):
+    """sum_v f(a_v, b_v) of row ``i`` of ``a`` and row ``j`` of ``b`` (:class:`SparseRows`): a merge
+    of their stored columns, and the columns neither stores in closed form."""
+    ca, ca_log, cb, cb_log = a.constants[i], a.constants_log[i], b.constants[j], b.constants_log[j]
+    a_start, a_stop, b_start, b_stop = a.indptr[i], a.indptr[i + 1], b.indptr[j], b.indptr[j + 1]
+    a_indices, a_values, a_values_log = a.indices, a.values, a.values_log
+    b_indices, b_values, b_values_log = b.indices, b.values, b.values_log
     p, q = a_start, b_start
     total = 0.0
     shared = 0
@@ -195,9 +227,11 @@ def _series_applies(c, x_min, series_ratio):
 
 
 @nb.njit(**_SERIAL)
-def _unshared_sum(n_unshared, c, c_log, x_min, sum_x, sum_log, scaled, removed, n_terms):
+def _unshared_sum(n_unshared, constant, x_min, sum_x, sum_log, scaled, removed, n_terms):
     """sum f(x_v, c) over n_unshared stored words of a row, from their moments (series of the
-    module docstring; N_k = ``scaled[k - 2] - removed[k - 2]``, k = 2..n_terms)."""
+    module docstring; ``constant`` = (c, c log2 c); N_k = ``scaled[k - 2] - removed[k - 2]``,
+    k = 2..n_terms)."""
+    c, c_log = constant
     if n_unshared == 0:
         return 0.0
     if c == 0.0:
@@ -214,36 +248,35 @@ def _unshared_sum(n_unshared, c, c_log, x_min, sum_x, sum_log, scaled, removed, 
 
 
 @nb.njit(**_PARALLEL)
-def js_sparse_sparse(a_constants, a_constants_log, a_indptr, a_indices, a_values, a_values_log, a_log2,
-                     a_min, a_sum, a_sum_log, a_scaled,
-                     b_constants, b_constants_log, b_indptr, b_indices, b_values, b_values_log, b_log2,
-                     b_min, b_sum, b_sum_log, b_scaled, n_columns, series_ratio):
-    """JS divergences between the rows of two constant-plus-sparse matrices.
+def js_sparse_sparse(a, a_moments, b, b_moments, n_columns, series_ratio):
+    """JS divergences between the rows of two constant-plus-sparse matrices (:class:`SparseRows`,
+    with their :class:`RowMoments`).
 
     A pair whose constants are small next to the other row's stored values (or 0; see
     :func:`_series_applies`) is summed over its shared stored words only, the words one row alone
     stores coming from that row's moments minus the shared words' (the series of the module
-    docstring); any other pair by the exact merge (:func:`_pair_exact`). ``a_log2``/``b_log2``:
-    log2 of each stored value (0 where it is 0).
+    docstring); any other pair by the exact merge (:func:`_pair_exact`).
     """
-    n_a, n_b = a_constants.shape[0], b_constants.shape[0]
-    n_terms = a_scaled.shape[1] + 1
+    n_a, n_b = a.constants.shape[0], b.constants.shape[0]
+    n_terms = a_moments.scaled.shape[1] + 1
+    a_min, a_sum, a_sum_log, a_scaled, a_log2 = (a_moments.smallest, a_moments.sums, a_moments.sum_logs,
+                                                 a_moments.scaled, a_moments.log2)
+    b_min, b_sum, b_sum_log, b_scaled, b_log2 = (b_moments.smallest, b_moments.sums, b_moments.sum_logs,
+                                                 b_moments.scaled, b_moments.log2)
     out = np.empty((n_a, n_b), dtype=np.float64)
     for i in nb.prange(n_a):
-        ca, ca_log = a_constants[i], a_constants_log[i]
-        a_start, a_stop = a_indptr[i], a_indptr[i + 1]
+        ca, ca_log = a.constants[i], a.constants_log[i]
+        a_start, a_stop = a.indptr[i], a.indptr[i + 1]
         position = np.full(n_columns, -1, dtype=np.int64)  # row i's stored entry at each column
         for p in range(a_start, a_stop):
-            position[a_indices[p]] = p
+            position[a.indices[p]] = p
         removed_a = np.zeros(n_terms - 1)
         removed_b = np.zeros(n_terms - 1)
         for j in range(n_b):
-            cb, cb_log = b_constants[j], b_constants_log[j]
-            b_start, b_stop = b_indptr[j], b_indptr[j + 1]
+            cb, cb_log = b.constants[j], b.constants_log[j]
+            b_start, b_stop = b.indptr[j], b.indptr[j + 1]
             if not (_series_applies(cb, a_min[i], series_ratio) and _series_applies(ca, b_min[j], series_ratio)):
-                out[i, j] = _clip_half(_pair_exact(ca, ca_log, a_start, a_stop, a_indices, a_values, a_values_log,
-                                                   cb, cb_log, b_start, b_stop, b_indices, b_values, b_values_log,
-                                                   n_columns))
+                out[i, j] = _clip_half(_pair_exact(a, i, b, j, n_columns))
                 continue
             a_terms = _terms_needed(cb / a_min[i], n_terms) if cb > 0.0 else 2
             b_terms = _terms_needed(ca / b_min[j], n_terms) if ca > 0.0 else 2
@@ -253,11 +286,11 @@ def js_sparse_sparse(a_constants, a_constants_log, a_indptr, a_indices, a_values
             removed_a[:a_terms - 1] = 0.0
             removed_b[:b_terms - 1] = 0.0
             for q in range(b_start, b_stop):
-                p = position[b_indices[q]]
+                p = position[b.indices[q]]
                 if p < 0:
                     continue
-                x, y = a_values[p], b_values[q]
-                total += _term(x, y, a_values_log[p], b_values_log[q])
+                x, y = a.values[p], b.values[q]
+                total += _term(x, y, a.values_log[p], b.values_log[q])
                 shared += 1
                 a_x += x
                 b_x += y
@@ -267,9 +300,9 @@ def js_sparse_sparse(a_constants, a_constants_log, a_indptr, a_indices, a_values
                 if ca > 0.0:
                     b_log += b_log2[q]
                     _add_powers(removed_b, y, b_min[j], b_terms)
-            total += _unshared_sum(a_stop - a_start - shared, cb, cb_log, a_min[i], a_sum[i] - a_x,
+            total += _unshared_sum(a_stop - a_start - shared, (cb, cb_log), a_min[i], a_sum[i] - a_x,
                                    a_sum_log[i] - a_log, a_scaled[i], removed_a, a_terms)
-            total += _unshared_sum(b_stop - b_start - shared, ca, ca_log, b_min[j], b_sum[j] - b_x,
+            total += _unshared_sum(b_stop - b_start - shared, (ca, ca_log), b_min[j], b_sum[j] - b_x,
                                    b_sum_log[j] - b_log, b_scaled[j], removed_b, b_terms)
             total += (n_columns - (a_stop - a_start) - (b_stop - b_start) + shared) * _term(ca, cb, ca_log, cb_log)
             out[i, j] = _clip_half(total)

@@ -79,7 +79,7 @@ def test_cooccurrence_counts_short_and_long_rows_alike():
     """C = B^T B against the dense product, on a corpus whose rows of C take both ways out of the
     kernel: frequent words co-occur with most of the vocabulary (read off in word order), rare
     words with a few words (sorted)."""
-    from topicbench.core._kernels import DENSE_ROW_FRACTION
+    from topicbench.core._kernels.cooccurrence import DENSE_ROW_FRACTION
     from topicbench.core.generators import document_cooccurrence
 
     rng = np.random.default_rng(11)
@@ -339,7 +339,7 @@ def test_column_entries_columns_and_heads_hold_the_stored_entries(name, corpus):
     """``column_entries``: every stored entry of each word, in any order; ``columns``: sorted by
     value (ties: lower topic id); ``column_heads``: the entries above the lowest best score of the
     word's slots, in the same order."""
-    from topicbench.core import _kernels
+    from topicbench.core._kernels.column_sort import column_heads
     from topicbench.core.solution import DocumentArrays
 
     rng = np.random.default_rng(len(name))
@@ -354,6 +354,6 @@ def test_column_entries_columns_and_heads_hold_the_stored_entries(name, corpus):
         best = rng.choice(candidates.values, size=len(docs.words)) if candidates.n_stored else np.zeros(len(docs.words))
         floor = np.full(corpus.n_words, np.inf)
         np.minimum.at(floor, docs.words, best)
-        heads = as_lists(*_kernels.column_heads(*candidates.column_entries, docs.words, best))
+        heads = as_lists(*column_heads(candidates.column_entries, docs.words, best))
         assert heads == [[(t, x) for t, x in column if x > floor[v]] for v, column in enumerate(expected)]
         assert as_lists(*candidates.columns) == expected and candidates.has_sorted_columns

@@ -16,10 +16,8 @@ import textwrap
 
 import pytest
 
-from topicbench.core import _kernels
 from topicbench.core._kernel_cache import KernelCache
-from topicbench.core.metrics import _kernels as metric_kernels
-from topicbench.core.metrics import _stability_kernels as stability_kernels
+from topicbench.core.precompile import KERNEL_MODULES
 
 # Kernels that link to each kind of symbol a cached kernel can need: numba's runtime (arrays),
 # the threading layer (prange), and the hash secrets (a typed dict keyed by strings).
@@ -96,7 +94,7 @@ def test_kernels_compiled_then_loaded_from_the_cache_give_the_same_results(tmp_p
     assert compiled["refreshes"] > 0 and loaded["refreshes"] == 0
 
 
-@pytest.mark.parametrize("module", [_kernels, metric_kernels, stability_kernels], ids=["core", "metrics", "stability"])
+@pytest.mark.parametrize("module", KERNEL_MODULES, ids=[m.__name__.removeprefix("topicbench.core.") for m in KERNEL_MODULES])
 def test_every_cached_kernel_of_the_package_loads_directly(module):
     dispatchers = [value for value in vars(module).values() if hasattr(value, "py_func") and hasattr(value, "_cache")]
     assert dispatchers

@@ -11,7 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from topicbench.core import _kernels
+from topicbench.core._kernels import column_sort, first_round, gains
+from topicbench.core._kernels.records import Columns, Documents
+from topicbench.core._kernels.segments import longest_document
 from topicbench.core.generators import topic_matrix_candidates
 
 NULL = -230.25850929940458
@@ -45,24 +47,13 @@ def oracle_gains(L, docs, best, d):
 
 
 def evaluate(kind, candidates, docs, best, d, size, excluded=()):
-    indptr, words, counts = docs
-    scratch = _kernels.evaluation_scratch(
-        candidates.row_constants, _kernels.longest_document(indptr, 0, len(indptr) - 1)
-    )
+    indptr = docs[0]
+    scratch = gains.evaluation_scratch(candidates.row_constants, longest_document(indptr, 0, len(indptr) - 1))
     scratch.excluded[list(excluded)] = True
     top_t = np.empty(size, dtype=np.int64)
     top_g = np.empty(size, dtype=np.float64)
-    columns = candidates.columns
-    if kind == "sparse":
-        _kernels.sparse_top_topics(
-            d, indptr, words, counts, best, candidates.row_constants, candidates.constants_descending,
-            *columns, scratch, top_t, top_g,
-        )
-    else:
-        _kernels.dense_top_topics(
-            d, indptr, words, counts, best, candidates.row_constants, candidates.constants_descending,
-            *columns, scratch, top_t, top_g,
-        )
+    evaluation = gains.sparse_top_topics if kind == "sparse" else gains.dense_top_topics
+    evaluation(d, Documents(*docs), best, candidates.rows, candidates.columns, scratch, top_t, top_g)
     return top_t, top_g
 
 
@@ -93,19 +84,14 @@ def test_one_topics_gain_is_the_full_evaluations_float(seed):
     """topic_gain (row look-ups) sums in the full evaluation's order: bit-identical gains."""
     rng = np.random.default_rng([seed, 11])
     L, candidates, docs, best = random_instance(rng, 15, 20, 10)
-    indptr, words, counts = docs
-    scratch = _kernels.evaluation_scratch(
-        candidates.row_constants, _kernels.longest_document(indptr, 0, len(indptr) - 1)
-    )
+    indptr = docs[0]
+    scratch = gains.evaluation_scratch(candidates.row_constants, longest_document(indptr, 0, len(indptr) - 1))
     for d in range(10):
         _, all_gains = evaluate("dense", candidates, docs, best, d, candidates.n_topics)
         topics, _ = evaluate("dense", candidates, docs, best, d, candidates.n_topics)
-        m = _kernels.document_base(d, indptr, counts, best, scratch)
+        m = gains.document_base(d, Documents(*docs), best, scratch)
         for t, expected in zip(topics, all_gains):
-            got = _kernels.topic_gain(
-                d, t, m, indptr, words, counts, best,
-                candidates.row_constants, candidates.indptr, candidates.indices, candidates.values, scratch,
-            )
+            got = gains.topic_gain(d, t, m, Documents(*docs), best, candidates.rows, scratch)
             assert got == expected
 
 
@@ -135,7 +121,7 @@ def test_columns_sort_by_value_high_to_low_keeping_the_order_of_ties(seed):
     values = rng.choice(pool, size=int(indptr[-1])) * rng.choice([1.0, 1.0, 1 + 1e-15], size=int(indptr[-1]))
     topics = np.arange(len(values), dtype=np.int32)
     got_topics, got_values = topics.copy(), values.copy()
-    _kernels.sort_columns_by_value(indptr, got_topics, got_values)
+    column_sort.sort_columns_by_value(Columns(indptr, got_topics, got_values))
     for v in range(len(lengths)):
         span = slice(indptr[v], indptr[v + 1])
         order = np.argsort(-values[span], kind="stable")
@@ -153,7 +139,7 @@ def test_the_column_store_of_rows_is_scipys_csc(seed):
     n_rows, n_columns = int(rng.integers(1, 30)), int(rng.integers(1, 40))
     matrix = sp.random(n_rows, n_columns, density=float(rng.uniform(0, 0.5)), format="csr", random_state=seed)
     matrix.sort_indices()
-    columns = _kernels.columns_of_rows(
+    columns = column_sort.columns_of_rows(
         matrix.indptr.astype(np.int64), matrix.indices.astype(np.int32), matrix.data, n_columns,
     )
     expected = matrix.tocsc()
@@ -171,14 +157,12 @@ def test_dense_first_round_rows_are_each_score_to_within_half_a_quantum(seed):
     rng = np.random.default_rng([seed, 31])
     L, candidates, *_ = random_instance(rng, n_topics=int(rng.integers(3, 40)), n_words=12, n_docs=1)
     words = np.sort(rng.choice(12, size=5, replace=False)).astype(np.int64)
-    rows, quantum = _kernels.dense_first_round_rows(
-        *candidates.column_entries, candidates.row_constants, words, NULL
-    )
+    rows, quantum = first_round.dense_first_round_rows(candidates.column_entries, candidates.row_constants, words, NULL)
     assert rows.dtype == np.int16
     for h, v in enumerate(words):
         adds = np.where(L[:, v] > candidates.row_constants, L[:, v] - np.maximum(candidates.row_constants, NULL), 0.0)
-        assert quantum[h] == pytest.approx(adds.max() / _kernels.DENSE_ROW_LEVELS, rel=1e-15)
-        assert rows[h].max() == (_kernels.DENSE_ROW_LEVELS if adds.max() > 0 else 0)
+        assert quantum[h] == pytest.approx(adds.max() / first_round.DENSE_ROW_LEVELS, rel=1e-15)
+        assert rows[h].max() == (first_round.DENSE_ROW_LEVELS if adds.max() > 0 else 0)
         assert (np.abs(rows[h] * quantum[h] - adds) <= quantum[h] * (0.5 + 1e-9)).all()
         assert not rows[h][adds == 0].any()
 

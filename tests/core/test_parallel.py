@@ -167,9 +167,9 @@ def test_local_workers_run_without_the_profiler_and_keep_the_other_settings(dask
 
 
 def _kernel_warm_ups_here() -> int:
-    from topicbench.core import parallel
+    from topicbench.core import shard_rounds
 
-    return parallel._KERNEL_WARM_UPS
+    return shard_rounds._KERNEL_WARM_UPS
 
 
 @pytest.mark.slow
@@ -182,17 +182,17 @@ def test_every_worker_warms_its_kernels_up_once_before_the_rounds(dask_shards):
         assert solution.stats["start_seconds"] >= dask_shards.warm_up_seconds >= 0
         assert solution.stats["rounds_seconds"] > 0 and solution.stats["shard_cpu_seconds"] >= 0
     # a lambda travels by value (a test module is not importable on the workers)
-    counts = dask_shards.client.run(lambda: __import__("topicbench.core.parallel", fromlist=["_"])._KERNEL_WARM_UPS)
+    counts = dask_shards.client.run(lambda: __import__("topicbench.core.shard_rounds", fromlist=["_"])._KERNEL_WARM_UPS)
     assert len(counts) == 2 and set(counts.values()) == {1}, counts
 
 
 def test_the_kernel_warm_up_runs_once_per_process(monkeypatch):
-    from topicbench.core import parallel
+    from topicbench.core import shard_rounds
 
-    monkeypatch.setattr(parallel, "_KERNEL_WARM_UPS", 0)
-    assert parallel.warm_up_kernels() > 0
+    monkeypatch.setattr(shard_rounds, "_KERNEL_WARM_UPS", 0)
+    assert shard_rounds.warm_up_kernels() > 0
     assert _kernel_warm_ups_here() == 1
-    assert parallel.warm_up_kernels() == 0.0
+    assert shard_rounds.warm_up_kernels() == 0.0
     assert _kernel_warm_ups_here() == 1
 
 
@@ -202,7 +202,7 @@ def test_the_kernel_warm_up_imports_no_scipy_sparse():
     import subprocess
     import sys
 
-    probe = "import sys; from topicbench.core.parallel import warm_up_kernels; warm_up_kernels(); print('scipy.sparse' in sys.modules)"
+    probe = "import sys; from topicbench.core.shard_rounds import warm_up_kernels; warm_up_kernels(); print('scipy.sparse' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "False"
@@ -276,7 +276,8 @@ def test_a_long_round_leaves_the_workers_answering(dask_shards):
     import threading
     import time
 
-    from topicbench.core.parallel import DocumentArrays, split_shards
+    from topicbench.core.shard_rounds import split_shards
+    from topicbench.core.solution import DocumentArrays
 
     corpus, candidates = instance(3, "raw_umass")
     shards = split_shards(DocumentArrays.from_corpus(corpus), 2)
@@ -309,7 +310,8 @@ def test_a_run_dropped_while_its_round_runs_leaves_nothing_on_the_workers(dask_s
     import threading
     import time
 
-    from topicbench.core.parallel import DocumentArrays, split_shards
+    from topicbench.core.shard_rounds import split_shards
+    from topicbench.core.solution import DocumentArrays
 
     corpus, candidates = instance(4, "raw_umass")
     dask_shards.start(candidates, split_shards(DocumentArrays.from_corpus(corpus), 2))
@@ -342,7 +344,7 @@ def test_candidates_go_to_shared_memory_only_while_it_has_room(tmp_path, monkeyp
 
     import psutil
 
-    from topicbench.core.dask_shards import SHARED_MEMORY_SHARE, candidates_folder
+    from topicbench.core.mapped_candidates import SHARED_MEMORY_SHARE, candidates_folder
 
     assert candidates_folder(1000, tmp_path) == tmp_path
     free = shutil.disk_usage(tmp_path).free
@@ -356,7 +358,7 @@ def test_candidates_go_to_shared_memory_only_while_it_has_room(tmp_path, monkeyp
 
 @pytest.mark.slow
 def test_mapped_candidates_are_written_where_chosen_and_removed_with_the_executors_maps(dask_shards, tmp_path, monkeypatch):
-    from topicbench.core import dask_shards as module
+    from topicbench.core import mapped_candidates as module
 
     monkeypatch.setattr(module, "SHARED_MEMORY", tmp_path)
     corpus, candidates = instance(9, "raw_umass")
@@ -372,7 +374,7 @@ def test_mapped_candidates_are_written_where_chosen_and_removed_with_the_executo
 def test_mapped_candidates_round_trip_through_pickle(tmp_path):
     import pickle
 
-    from topicbench.core.dask_shards import MappedCandidates
+    from topicbench.core.mapped_candidates import MappedCandidates
 
     _, candidates = instance(7, "raw_umass")
     handle = pickle.loads(pickle.dumps(MappedCandidates(candidates, tmp_path / "map")))
@@ -388,7 +390,7 @@ def test_mapped_candidates_round_trip_through_pickle(tmp_path):
 
 def test_shards_hold_every_document_once_and_the_same_mix_of_lengths():
     from topicbench.core.solution import DocumentArrays
-    from topicbench.core.parallel import split_shards
+    from topicbench.core.shard_rounds import split_shards
 
     corpus, _ = instance(8, "raw_umass")
     docs = DocumentArrays.from_corpus(corpus)

@@ -13,7 +13,7 @@ from topicbench.baselines.registry import MODELS
 from topicbench.flows.benchmark import run_benchmark
 from topicbench.flows.config import BenchmarkConfig
 from topicbench.core.validation import InputError
-from topicbench.tasks.tracking import TrackingError
+from topicbench.tasks.store_checks import TrackingError
 
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
@@ -280,7 +280,7 @@ def scores_in_this_process(config) -> dict:
     from topicbench.tasks.fit import fit_model
     from topicbench.core.metrics.scoring import score
     from topicbench.tasks.metrics import build_metric_context
-    from topicbench.tasks.tracking import tracked_name
+    from topicbench.tasks.fit_record import tracked_name
 
     spec = config.corpora[0]
     corpus = load_corpus(spec.source, PreprocessConfig(**spec.preprocessing))

@@ -149,11 +149,20 @@ BROWSER_CHECKS = """() => ({
   overflowing: Array.from(document.querySelectorAll('td, th')).filter(c => c.scrollWidth > c.clientWidth + 1).map(c => c.textContent),
   pageWidth: document.documentElement.scrollWidth,
   ranked: document.querySelectorAll('table.summary td[title^="rank"]').length,
+  plots: Array.from(document.querySelectorAll('figure.plot .js-plotly-plot')).map(p => ({
+    title: (p.querySelector('.gtitle') || {}).textContent || '',
+    x: Array.from(p.querySelectorAll('text[class^="x"][class$="title"]')).map(t => t.textContent),
+    y: Array.from(p.querySelectorAll('text[class^="y"][class$="title"]')).map(t => t.textContent),
+    axes: p.querySelectorAll('.xaxislayer-above').length,
+    traces: p.querySelectorAll('.scatterlayer .trace').length,
+    w: p.getBoundingClientRect().width})),
+  plotlyScripts: Array.from(document.scripts).filter(s => s.text.includes('plotly.js v')).length,
+  external: Array.from(document.querySelectorAll('script[src], link[href], img[src^="http"]')).length,
 })"""
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium: scripts/setup.sh --browser installs it (Debian package)")
-def test_html_report_renders_tables_and_images_in_a_browser(tracked, tmp_path):
+def test_html_report_renders_tables_and_interactive_plots_in_a_browser(tracked, tmp_path):
     from playwright.sync_api import sync_playwright
 
     report("report-test", tracked, str(tmp_path / "out"))
@@ -173,7 +182,15 @@ def test_html_report_renders_tables_and_images_in_a_browser(tracked, tmp_path):
         page.screenshot(path=str(tmp_path / "report-1400.png"), full_page=True)
         browser.close()
     assert found["tables"] >= 5 and all(r >= 2 for r in found["rows"])
-    assert len(found["images"]) >= 2 and all(i["ok"] and i["w"] > 100 for i in found["images"])
+    assert all(i["ok"] and i["w"] > 100 for i in found["images"])
+    # the plots are interactive, drawn from plotly.js embedded once (the page needs no network);
+    # each has a title, and every panel a labelled x and y axis
+    assert found["plotlyScripts"] == 1 and found["external"] == 0
+    assert len(found["plots"]) == 3, found["plots"]  # coherence and training of the one corpus, fit time
+    for plot in found["plots"]:
+        assert plot["title"] and plot["traces"] >= 2 and 100 < plot["w"] <= 1400, plot
+        assert len(plot["x"]) >= plot["axes"] and len(plot["y"]) >= 1 and all(plot["x"] + plot["y"]), plot
+    assert any(p["title"].startswith("Fit time") and "fit time (log scale)" in p["x"] for p in found["plots"])
     assert any("Robustness" in h["text"] for h in found["headings"])
     # the summary opens the page, coloured by rank, and the contents link every heading
     assert "summary" in found["first"] and found["firstHeading"] == "Summary: who wins where"

@@ -19,9 +19,9 @@ import psutil
 import pytest
 from mlflow.tracking import MlflowClient
 
-from topicbench.tasks.tracking import (
-    Owner, Tracker, TrackingError, check_tracking_uri, store_lock, tracking_store_exists,
-)
+from topicbench.tasks.run_claims import Owner, store_lock
+from topicbench.tasks.store_checks import TrackingError, check_tracking_uri, tracking_store_exists
+from topicbench.tasks.tracking import Tracker
 
 
 class JobStub(SimpleNamespace):
@@ -158,7 +158,7 @@ def test_two_jobs_of_one_config_with_one_key_both_get_their_run(store):
 def test_the_store_lock_serialises_processes(tmp_path):
     store = f"sqlite:///{tmp_path / 'mlflow.db'}"
     script = (
-        "import sys, time; from topicbench.tasks.tracking import store_lock\n"
+        "import sys, time; from topicbench.tasks.run_claims import store_lock\n"
         f"with store_lock({store!r}):\n    print('held', flush=True); time.sleep(3)\n"
     )
     holder = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
@@ -294,9 +294,9 @@ def test_an_interrupt_inside_a_store_write_does_not_keep_the_store_locked(store,
     process found the store locked, so abandon() could mark no run. It lets that call go first."""
     import sqlite3
 
-    from topicbench.tasks import tracking
+    from topicbench.tasks import run_claims
 
-    monkeypatch.setattr(tracking, "ABANDON_RETRY_SECONDS", 2.0)
+    monkeypatch.setattr(run_claims, "ABANDON_RETRY_SECONDS", 2.0)
     tracker = Tracker(store, "claims")
     runs = [tracker.claim("p", job(key)).run_id for key in ("k1", "k2")]
 
@@ -320,9 +320,9 @@ def test_an_interrupted_benchmark_marks_its_runs_killed_once_a_busy_store_frees(
     holds it), and gives up at once on any other failure (the next run's sweep marks them)."""
     from mlflow.exceptions import MlflowException
 
-    from topicbench.tasks import tracking
+    from topicbench.tasks import run_claims
 
-    monkeypatch.setattr(tracking, "ABANDON_RETRY_PAUSE", 0.01)
+    monkeypatch.setattr(run_claims, "ABANDON_RETRY_PAUSE", 0.01)
     tracker = Tracker(store, "claims")
     runs = [tracker.claim("p", job(key)).run_id for key in ("k1", "k2")]
     real_set_terminated = tracker.client.set_terminated

@@ -14,6 +14,7 @@ from scipy.special import rel_entr
 
 from topicbench.core.metrics import _stability_kernels
 from topicbench.core.metrics import stability as stability_module
+from topicbench.core.metrics import topic_similarity as similarity_module
 from topicbench.core.metrics.stability import (
     MEASURES,
     chance_stability,
@@ -21,9 +22,9 @@ from topicbench.core.metrics.stability import (
     seed_stability,
     shuffled_words,
     stability,
-    top_word_ids,
     topic_similarity,
 )
+from topicbench.core.metrics.topic_similarity import top_word_ids
 from topicbench.core.output import TopicModelOutput
 from topicbench.core.topic_word import ConstantPlusSparse
 from topicbench.core.validation import InputError
@@ -274,9 +275,9 @@ def test_keyword_topics_take_the_series_and_match_the_naive_twin(kind, seed):
     assert_same_js(topic_similarity(a, b), expected)
     assert_same_js(topic_similarity(a, b), topic_similarity(a.toarray(), b.toarray()))
     # the kernel with the series switched off (ratio 0: only c = 0 or a row storing nothing takes it)
-    prepared_a = stability_module._prepare(a, "jensen_shannon", 10, 0.9)
-    prepared_b = stability_module._prepare(b, "jensen_shannon", 10, 0.9)
-    arguments = (*prepared_a.arrays, *prepared_a.moments, *prepared_b.arrays, *prepared_b.moments, n_words)
+    prepared_a = similarity_module.prepare(a, "jensen_shannon", 10, 0.9)
+    prepared_b = similarity_module.prepare(b, "jensen_shannon", 10, 0.9)
+    arguments = (prepared_a.arrays, prepared_a.moments, prepared_b.arrays, prepared_b.moments, n_words)
     merged = _stability_kernels.js_sparse_sparse(*arguments, 0.0)
     series = _stability_kernels.js_sparse_sparse(*arguments, _stability_kernels.SERIES_RATIO)
     assert_same_js(1 - np.sqrt(series), 1 - np.sqrt(merged))
@@ -379,5 +380,7 @@ def test_bad_inputs_name_the_problem():
         chance_stability(topics, topics, rng=0)
 
 
-def test_docstring_examples():
-    assert doctest.testmod(stability_module, optionflags=doctest.ELLIPSIS).failed == 0
+@pytest.mark.parametrize("module", [stability_module, similarity_module], ids=lambda m: m.__name__.rsplit(".", 1)[-1])
+def test_docstring_examples(module):
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert result.attempted and result.failed == 0

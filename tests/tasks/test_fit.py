@@ -1,4 +1,5 @@
-"""The fit task through ``fit_model.fn``: one model, one seed, the resolved values as named fields."""
+"""The fit task through ``fit_model.fn``: one model, one seed, the resolved values as named fields
+and the asked ones as the model holds them."""
 
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ def test_fit_model_returns_the_output_the_resolved_values_and_heldout_topics(mak
     assert set(fitted.resolved) == set(expected.resolved_) >= {"num_topics_", "alpha_", "eta_"}
     assert fitted.resolved["num_topics_"] == 3 and len(fitted.resolved["alpha_"]) == 3
     assert all(fitted.output.settings[key] == value for key, value in fitted.resolved.items())
+    # what was asked, as the fitted model holds it: the flow logs these, and builds no model of its own
+    assert fitted.params == expected.get_params() and fitted.params["iterations"] == 5
     assert fitted.heldout_theta.shape == (3, 4)
     np.testing.assert_allclose(fitted.heldout_theta.sum(axis=0), 1.0, atol=PROBABILITY_TOLERANCE)
 

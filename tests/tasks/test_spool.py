@@ -18,7 +18,8 @@ def scored_fit(artifacts: ArtifactFolder) -> ScoredFit:
     extra = {"converged": True, "training_loss_kind": "perplexity", "training_loss": [3.0, float("nan"), 2.0],
              "training_steps": [0, 1, 2], "setup_seconds": 0.5, "labels": "not a number"}
     return ScoredFit(OutputSummary(1.25, 4, None, extra), {"alpha_": [0.1, 0.2]}, {"umass@5": -2.5, "npmi@5": float("nan")},
-                     {"c_v": "no reference"}, artifacts, {"host": "h", "pid": "7"}, 0.75)
+                     {"c_v": "no reference"}, artifacts, {"host": "h", "pid": "7"}, 0.75,
+                     params={"num_topics": None, "random_state": 0, "kappa": 2.0, "generator": "raw_umass"})
 
 
 def artifact_folder(tmp_path: Path) -> ArtifactFolder:
@@ -31,7 +32,8 @@ def artifact_folder(tmp_path: Path) -> ArtifactFolder:
 
 def test_a_fits_record_holds_what_its_run_logs(tmp_path):
     record = FitRecord.of(scored_fit(artifact_folder(tmp_path)), "elda@tiny seed 0")
-    assert record.params == {"resolved.alpha_": "[0.1, 0.2]"}
+    # what was asked, from the fitted model's get_params() (K and the seed are the run's own params)
+    assert record.params == {"settings.kappa": "2.0", "settings.generator": "raw_umass", "resolved.alpha_": "[0.1, 0.2]"}
     assert record.metrics == {"fit_seconds": 1.25, "num_topics_used": 4.0, "converged": 1.0, "setup_seconds": 0.5,
                               "umass_top5": -2.5}  # finite numbers only, '@' as '_top'
     assert record.tags == {"topicbench.fitted_on.host": "h", "topicbench.fitted_on.pid": "7",

@@ -1,0 +1,71 @@
+"""topicbench judge calibrate: an LLM judge's scores against people's judgments of 300 topics
+(Hoyle et al. 2021), with bootstrap intervals, tracked in MLflow."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from topicbench.core.config import MAX_SEED
+from topicbench.core.validation import InputError
+from topicbench.flows.checks import integer_at_least, integer_in
+from topicbench.flows.cli_common import check_llm_endpoint, llm_arguments, llm_block, tracking_uri
+from topicbench.flows.config import DEFAULT_TRACKING_URI
+
+
+def add_judge_command(commands) -> None:
+    """topicbench judge calibrate: an LLM judge against people's judgments of 300 topics."""
+    judge = commands.add_parser(
+        "judge", help="calibrate an LLM judge against human judgments of topics",
+        description="The LLM metrics (llm_rating, llm_intrusion) ask an OpenAI-compatible endpoint. `judge calibrate` "
+        "asks it about the 300 topics people judged in Hoyle et al. 2021 (`topicbench data fetch hoyle2021`) and "
+        "reports Spearman's rho against people, with bootstrap intervals, beside the automated coherences.",
+    )
+    actions = judge.add_subparsers(dest="judge_command", metavar="ACTION", required=True)
+    calibrate = actions.add_parser(
+        "calibrate", help="rho of the judge's scores against people's, tracked in MLflow",
+        description="Ask the LLM endpoint to rate, and to find the intruder in, each of the 300 topics people judged in "
+        "Hoyle et al. 2021; print Spearman's rho of its scores against people's (with bootstrap intervals) beside "
+        "the automated coherences', and track it as a run of the experiment 'judge-calibration'. Answers are cached.",
+    )
+    llm_arguments(calibrate)
+    calibrate.add_argument("--config", help="read the llm: block (endpoint and judge settings) from this benchmark config "
+                           "(default: the --llm-* options alone)")
+    calibrate.add_argument("--judgments", metavar="FILE", help="Hoyle et al.'s all_data.json (default: the fetched hoyle2021)")
+    calibrate.add_argument("--topics-per-model", type=integer_at_least(1), metavar="N",
+                           help="judge only each model's first N topics of each corpus (a quick look; default: all 50)")
+    calibrate.add_argument("--bootstrap", type=integer_at_least(100), default=1000, help="bootstrap resamples")
+    calibrate.add_argument("--seed", type=integer_in(0, MAX_SEED), default=0, help="seed of the word orders, intruders and bootstrap")
+    calibrate.add_argument("--tracking-uri", help=f"MLflow tracking URI (default: {DEFAULT_TRACKING_URI})")
+    calibrate.set_defaults(handler=run_judge_calibrate_command)
+
+
+def run_judge_calibrate_command(args) -> int:
+    from topicbench.core.datasets import JUDGMENTS_FILE, cached_dataset_folder
+    from topicbench.core.schema import check_schema
+    from topicbench.flows.config import BenchmarkConfig
+    from topicbench.flows.judge import calibrate, format_table, verdict
+    from topicbench.tasks.llm_judge import LLM_SCHEMA, llm_settings
+    from topicbench.tasks.store_checks import check_tracking_uri
+
+    configured = BenchmarkConfig.from_yaml(args.config).llm if args.config else None
+    block = llm_block(args, configured)
+    if block is None:
+        block = {}
+    check_schema(block, LLM_SCHEMA, "llm")
+    if "base_url" not in block or "model" not in block:
+        raise InputError("give the endpoint: --llm-base-url URL --llm-model NAME (or --config with an llm: block)")
+    endpoint, settings = llm_settings(block)
+    judgments = Path(args.judgments) if args.judgments else cached_dataset_folder("hoyle2021") / JUDGMENTS_FILE
+    if not judgments.is_file():
+        raise InputError(f"--judgments: {judgments} is not a file")
+    uri = tracking_uri(args.tracking_uri)
+    check_tracking_uri(uri)
+    check_llm_endpoint(endpoint)
+    calibration = calibrate(endpoint, settings, judgments, tracking_uri=uri, topics_per_model=args.topics_per_model,
+                            draws=args.bootstrap, seed=args.seed)
+    print(f"calibration of {endpoint.model} at {endpoint.base_url} on {calibration.topics} human-judged topics "
+          f"({calibration.requests} requests, {calibration.cached} answered from the cache, {calibration.seconds:.0f} s):")
+    print(format_table(calibration))
+    print(verdict(calibration))
+    print(f"tracked as run {calibration.run_id} of experiment 'judge-calibration' at {uri}")
+    return 0

@@ -1,0 +1,208 @@
+"""The HTML report's interactive plots: Plotly figures of the same data as the PNG plots
+(:mod:`~topicbench.tasks.report_plots`), in the same colour and marker per model, each with a
+title and labelled axes. Hovering reads a value off a curve, clicking a legend entry hides a
+model (so one far-off model no longer squashes the others), dragging zooms.
+
+The page stays self-contained and works offline: plotly.js is embedded once in the page's head
+(:func:`plotly_script`) and each figure is a ``<div>`` with the script that draws it
+(:func:`figure_html`).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from . import report_plots as static
+
+#: matplotlib marker -> Plotly marker symbol, so a model has the same shape on the page and in the PNG.
+SYMBOLS = {"o": "circle", "s": "square", "^": "triangle-up", "D": "diamond", "v": "triangle-down", "P": "cross",
+           "X": "x", "<": "triangle-left", ">": "triangle-right", "p": "pentagon", "h": "hexagon", "*": "star",
+           "d": "diamond-tall"}
+DASHES = {"-": "solid", "--": "dash", ":": "dot", "-.": "dashdot"}
+PANEL_HEIGHT = 340
+FONT = {"family": "system-ui, sans-serif", "size": 12}
+
+
+def figure_layout(figure, title: str, height: int, legend_title: str | None = "model") -> None:
+    """The house layout of an interactive figure: its title, height, font, margins and legend."""
+    figure.update_layout(title={"text": title, "x": 0.01}, height=height, template="plotly_white", font=FONT,
+                         legend={"title": {"text": legend_title}} if legend_title else None,
+                         margin={"l": 60, "r": 20, "t": 70, "b": 50}, hovermode="closest")
+
+
+def _rgba(colour: str, alpha: float) -> str:
+    red, green, blue = (int(colour[i:i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({red},{green},{blue},{alpha})"
+
+
+def _coherence_traces(figure, done: pd.DataFrame, styles: dict, key: str, column: int) -> dict:
+    """A line per model (mean over seeds against N) and its ± sd band; returns model -> mean."""
+    import plotly.graph_objects as go
+
+    sizes, found = static.coherence_curves(done, key, styles)
+    curves = {}
+    for model, style, mean, sd in found:
+        if sd is not None:
+            figure.add_trace(go.Scatter(x=sizes + sizes[::-1], y=np.r_[mean + sd, (mean - sd)[::-1]], fill="toself", mode="lines",
+                                        fillcolor=_rgba(style["color"], 0.12), line={"width": 0}, hoverinfo="skip",
+                                        legendgroup=model, showlegend=False), row=1, col=column)
+        figure.add_trace(go.Scatter(x=sizes, y=mean, name=model, legendgroup=model, showlegend=column == 1,
+                                    mode="lines+markers", line={"color": style["color"], "width": 1.6},
+                                    marker={"symbol": SYMBOLS[style["marker"]], "size": 7},
+                                    hovertemplate=f"{model}<br>N=%{{x}}: %{{y:.4g}}<extra></extra>"),
+                         row=1, col=column)
+        curves[model] = mean
+    return curves
+
+
+def _fit_outliers(figure, curves: dict, column: int) -> None:
+    """The y-axis fitted to the models that are not outliers (one model far off would squash the
+    others); the outliers are named in the panel and a double click shows everything."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        centres = {model: float(np.nanmean(curve)) for model, curve in curves.items()}
+    outliers = static.outlier_models(centres)
+    inner = [curve for model, curve in curves.items() if model not in outliers]
+    if not outliers or not inner:
+        return
+    low, high = float(np.nanmin([np.nanmin(c) for c in inner])), float(np.nanmax([np.nanmax(c) for c in inner]))
+    margin = 0.12 * max(high - low, 1e-9)
+    figure.update_yaxes(range=[low - margin, high + margin], row=1, col=column)
+    said = "; ".join(f"{m}: {np.nanmin(curves[m]):.3g} to {np.nanmax(curves[m]):.3g}" for m in outliers)
+    figure.add_annotation(text=f"off the axis: {said}", xref=f"x{column if column > 1 else ''} domain",
+                          yref=f"y{column if column > 1 else ''} domain", x=0.02, y=0.02, showarrow=False,
+                          font={"size": 10, "color": "#666"}, xanchor="left")
+
+
+def coherence_figure(runs: pd.DataFrame, styles: dict, *, corpus: str, measures):
+    """:func:`report_plots.coherence_figure` as an interactive figure: a panel per measure, the
+    mean over seeds against N per model with a ± sd band."""
+    from plotly.subplots import make_subplots
+
+    done = runs[(runs.status == "FINISHED") & (runs.corpus == corpus)]
+    panels = [(key, title) for key, title in measures if static._sizes(done.columns, key)]
+    if not panels or done.empty:
+        return None
+    figure = make_subplots(rows=1, cols=len(panels), subplot_titles=[title for _, title in panels],
+                           horizontal_spacing=0.06)
+    for column, (key, title) in enumerate(panels, start=1):
+        _fit_outliers(figure, _coherence_traces(figure, done, styles, key, column), column)
+        figure.update_xaxes(title_text="top-N words", tickvals=static.coherence_curves(done, key, {})[0], row=1, col=column)
+        figure.update_yaxes(title_text=f"{title} (mean over seeds)", row=1, col=column)
+    figure_layout(figure, f"Coherence against N — {corpus}", PANEL_HEIGHT + 40)
+    return figure
+
+
+def training_figure(runs: pd.DataFrame, styles: dict, *, corpus: str):
+    """:func:`report_plots.training_figure` as an interactive figure: a panel per iterative model,
+    its training loss against epochs (or sweeps), one line style per seed."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    if "training_curve" not in runs:
+        return None
+    done = runs[(runs.status == "FINISHED") & (runs.corpus == corpus)].dropna(subset=["training_curve"])
+    models = [model for model in styles if model in set(done.model)]
+    if not models:
+        return None
+    columns = min(4, len(models))
+    rows = -(-len(models) // columns)
+    figure = make_subplots(rows=rows, cols=columns, subplot_titles=models, horizontal_spacing=0.07,
+                           vertical_spacing=0.5 / rows)
+    seeds = sorted(done.seed.unique())
+    for i, model in enumerate(models):
+        row, column = i // columns + 1, i % columns + 1
+        group = done[done.model == model]
+        for seed, (steps, losses) in zip(group.seed, group.training_curve):
+            dash = DASHES[static.SEED_LINES[seeds.index(seed) % len(static.SEED_LINES)]]
+            figure.add_trace(go.Scatter(x=list(steps), y=list(losses), mode="lines", name=f"seed {seed}",
+                                        legendgroup=f"seed {seed}", showlegend=i == 0,
+                                        line={"color": styles[model]["color"], "dash": dash, "width": 1.3},
+                                        hovertemplate=f"{model}, seed {seed}<br>%{{x}}: %{{y:.5g}}<extra></extra>"),
+                             row=row, col=column)
+        kind = group.training_loss_kind.iloc[0] or ""
+        figure.update_xaxes(title_text=static._loss_axis_label(kind), row=row, col=column)
+        figure.update_yaxes(title_text=kind.split(" (")[0] or "training loss", row=row, col=column,
+                            title_font={"size": 10})
+    figure_layout(figure, f"Training loss — {corpus}", 120 + 280 * rows, legend_title="seed")
+    return figure
+
+
+def fit_time_figure(runs: pd.DataFrame, styles: dict, *, corpora):
+    """:func:`report_plots.fit_time_figure` as an interactive figure: a panel per corpus, a row
+    per model, each seed's fit time as a small marker and the mean as a large one, on a log axis
+    ticked in seconds, minutes and hours."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    done = runs[runs.status == "FINISHED"]
+    if "fit_seconds" not in done or done.fit_seconds.isna().all():
+        return None
+    done = done.dropna(subset=["fit_seconds"])
+    models = [model for model in styles if model in set(done.model)]
+    corpora = [corpus for corpus in corpora if corpus in set(done.corpus)]
+    figure = make_subplots(rows=1, cols=len(corpora), subplot_titles=corpora, shared_yaxes=True,
+                           horizontal_spacing=0.03)
+    for column, corpus in enumerate(corpora, start=1):
+        here = done[done.corpus == corpus]
+        for model in models:
+            seconds = here.loc[here.model == model, "fit_seconds"]
+            if seconds.empty:
+                continue
+            style = {"color": styles[model]["color"], "symbol": SYMBOLS[styles[model]["marker"]]}
+            figure.add_trace(go.Scatter(x=seconds, y=[model] * len(seconds), mode="markers", showlegend=False,
+                                        legendgroup=model, marker={**style, "size": 6, "opacity": 0.4},
+                                        hovertemplate=f"{model}: %{{x:.3g}} s<extra>one seed</extra>"),
+                             row=1, col=column)
+            figure.add_trace(go.Scatter(x=[seconds.mean()], y=[model], mode="markers", name=model,
+                                        legendgroup=model, showlegend=False,
+                                        marker={**style, "size": 12, "line": {"color": "white", "width": 1}},
+                                        hovertemplate=f"{model}: %{{x:.3g}} s<extra>mean over seeds</extra>"),
+                             row=1, col=column)
+        figure.update_xaxes(title_text="fit time (log scale)", row=1, col=column, **_time_axis(done.fit_seconds))
+    figure.update_yaxes(title_text="model", autorange="reversed", row=1, col=1)
+    # the rows name the models: no legend
+    figure_layout(figure, "Fit time per model and corpus", max(280, 130 + 30 * len(models)), legend_title=None)
+    return figure
+
+
+def _time_axis(seconds: pd.Series) -> dict:
+    """A log axis over ``seconds`` ticked at round durations (:func:`report_plots.duration_label`)."""
+    positive = seconds[seconds > 0]
+    low, high = float(positive.min()) / 1.8, float(positive.max()) * 1.8
+    ticks = [value for value in static.TIME_TICKS if low <= value <= high]
+    if len(ticks) < 3:
+        steps = [step * 10.0 ** power for power in range(-4, 6) for step in (1, 2, 5)]
+        ticks = [value for value in steps if low <= value <= high]
+    return {"type": "log", "range": [np.log10(low), np.log10(high)], "tickvals": ticks,
+            "ticktext": [static.duration_label(value) for value in ticks]}
+
+
+def plotly_script() -> str:
+    """plotly.js, to embed once in the page's head (the page then needs no network)."""
+    from plotly.offline import get_plotlyjs
+
+    return get_plotlyjs()
+
+
+def figure_html(figure, div_id: str) -> str:
+    """One figure as a ``<div>`` and the script that draws it (plotly.js is in the page's head)."""
+    return figure.to_html(full_html=False, include_plotlyjs=False, div_id=div_id,
+                          config={"displaylogo": False, "responsive": True})
+
+
+def interactive_plots(plots, runs: pd.DataFrame, models) -> dict:
+    """file name -> HTML of the interactive figure, for every plot request that has one and
+    something to draw (``models`` fixes each model's style, as for the PNG plots)."""
+    styles = static.model_styles(models)
+    drawn = {}
+    for number, plot in enumerate(plots):
+        if plot.interactive is None:
+            continue
+        figure = plot.interactive(runs, styles)
+        if figure is not None:
+            drawn[plot.file_name] = figure_html(figure, f"plot-{number}")
+    return drawn
