@@ -102,10 +102,7 @@ def training_figure(runs: pd.DataFrame, styles: dict, *, corpus: str):
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    if "training_curve" not in runs:
-        return None
-    done = runs[(runs.status == "FINISHED") & (runs.corpus == corpus)].dropna(subset=["training_curve"])
-    models = [model for model in styles if model in set(done.model)]
+    done, models = static.training_runs(runs, styles, corpus)
     if not models:
         return None
     columns = min(4, len(models))
@@ -138,12 +135,9 @@ def fit_time_figure(runs: pd.DataFrame, styles: dict, *, corpora):
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    done = runs[runs.status == "FINISHED"]
-    if "fit_seconds" not in done or done.fit_seconds.isna().all():
+    done, models, corpora = static.timed_runs(runs, styles, corpora)
+    if not models:
         return None
-    done = done.dropna(subset=["fit_seconds"])
-    models = [model for model in styles if model in set(done.model)]
-    corpora = [corpus for corpus in corpora if corpus in set(done.corpus)]
     figure = make_subplots(rows=1, cols=len(corpora), subplot_titles=corpora, shared_yaxes=True,
                            horizontal_spacing=0.03)
     for column, corpus in enumerate(corpora, start=1):
@@ -171,12 +165,7 @@ def fit_time_figure(runs: pd.DataFrame, styles: dict, *, corpora):
 
 def _time_axis(seconds: pd.Series) -> dict:
     """A log axis over ``seconds`` ticked at round durations (:func:`report_plots.duration_label`)."""
-    positive = seconds[seconds > 0]
-    low, high = float(positive.min()) / 1.8, float(positive.max()) * 1.8
-    ticks = [value for value in static.TIME_TICKS if low <= value <= high]
-    if len(ticks) < 3:
-        steps = [step * 10.0 ** power for power in range(-4, 6) for step in (1, 2, 5)]
-        ticks = [value for value in steps if low <= value <= high]
+    low, high, ticks = static.time_ticks(seconds)
     return {"type": "log", "range": [np.log10(low), np.log10(high)], "tickvals": ticks,
             "ticktext": [static.duration_label(value) for value in ticks]}
 

@@ -165,14 +165,31 @@ def _loss_axis_label(kind: str) -> str:
     return "Gibbs sweep" if "Gibbs" in kind else "pass" if "pass" in kind else "epoch"
 
 
+def training_runs(runs: pd.DataFrame, styles: dict, corpus: str) -> tuple[pd.DataFrame | None, list]:
+    """The finished runs on ``corpus`` with a training curve, and their models in ``styles``'
+    order (none: nothing to draw)."""
+    if "training_curve" not in runs:
+        return None, []
+    done = runs[(runs.status == "FINISHED") & (runs.corpus == corpus)].dropna(subset=["training_curve"])
+    return done, [model for model in styles if model in set(done.model)]
+
+
+def timed_runs(runs: pd.DataFrame, styles: dict, corpora) -> tuple[pd.DataFrame | None, list, list]:
+    """The finished runs with a fit time, their models in ``styles``' order and their corpora in
+    ``corpora``'s (no models: nothing to draw)."""
+    done = runs[runs.status == "FINISHED"]
+    if "fit_seconds" not in done or done.fit_seconds.isna().all():
+        return None, [], []
+    done = done.dropna(subset=["fit_seconds"])
+    return (done, [model for model in styles if model in set(done.model)],
+            [corpus for corpus in corpora if corpus in set(done.corpus)])
+
+
 def training_figure(runs: pd.DataFrame, styles: dict, *, corpus: str):
     """One panel per iterative model on ``corpus``: its training loss against epochs (or
     iterations), in the model's colour, one line style per seed, so convergence is seen rather
     than assumed."""
-    if "training_curve" not in runs:
-        return None
-    done = runs[(runs.status == "FINISHED") & (runs.corpus == corpus)].dropna(subset=["training_curve"])
-    models = [model for model in styles if model in set(done.model)]
+    done, models = training_runs(runs, styles, corpus)
     if not models:
         return None
     plt = _pyplot()
@@ -215,12 +232,9 @@ def fit_time_figure(runs: pd.DataFrame, styles: dict, *, corpora):
     """A dot plot of fit time: a panel per corpus (in the order of ``corpora``), a row per model,
     its mean over seeds as a large marker in its colour and each seed as a small one, on a log axis
     labelled in seconds, minutes and hours (fits range from milliseconds to hours)."""
-    done = runs[runs.status == "FINISHED"]
-    if "fit_seconds" not in done or done.fit_seconds.isna().all():
+    done, models, corpora = timed_runs(runs, styles, corpora)
+    if not models:
         return None
-    done = done.dropna(subset=["fit_seconds"])
-    models = [model for model in styles if model in set(done.model)]
-    corpora = [corpus for corpus in corpora if corpus in set(done.corpus)]
     plt = _pyplot()
     figure, axes = plt.subplots(1, len(corpora), figsize=(3.4 * len(corpora) + 1.6, 0.9 + 0.26 * len(models)),
                                 sharey=True, sharex=True, squeeze=False)
@@ -249,16 +263,23 @@ def fit_time_figure(runs: pd.DataFrame, styles: dict, *, corpora):
 def _time_axis(axis, seconds: pd.Series) -> None:
     """A log x-axis over ``seconds`` ticked at round durations: 1 s, 10 s, 1 min, 10 min, … over a
     wide range, 1-2-5 steps (1 s, 2 s, 5 s) over a narrow one."""
-    positive = seconds[seconds > 0]
-    low, high = float(positive.min()) / 1.8, float(positive.max()) * 1.8
+    low, high, ticks = time_ticks(seconds)
     axis.set_xscale("log")
     axis.set_xlim(low, high)
+    axis.set_xticks(ticks, [duration_label(value) for value in ticks])
+    axis.minorticks_off()
+
+
+def time_ticks(seconds: pd.Series) -> tuple[float, float, list]:
+    """The limits of a log time axis over ``seconds`` and its ticks at round durations
+    (:data:`TIME_TICKS` over a wide range, 1-2-5 steps over a narrow one)."""
+    positive = seconds[seconds > 0]
+    low, high = float(positive.min()) / 1.8, float(positive.max()) * 1.8
     ticks = [value for value in TIME_TICKS if low <= value <= high]
     if len(ticks) < 3:
         steps = [step * 10.0 ** power for power in range(-4, 6) for step in (1, 2, 5)]
         ticks = [value for value in steps if low <= value <= high]
-    axis.set_xticks(ticks, [duration_label(value) for value in ticks])
-    axis.minorticks_off()
+    return low, high, ticks
 
 
 def duration_label(seconds: float) -> str:
