@@ -1,7 +1,8 @@
 """A run's artifacts, written where the run was fitted and logged by the flow from there.
 
 A fit scored on its worker writes its output (``output/`` with ``output.json`` and
-``matrices.npz``, ``topics.json``, ``topics.csv``) to a temporary folder and sends the flow its
+``matrices.npz``, ``topics.json``, ``topics.csv``; ``topic_scores.csv``, each topic's own
+scores) to a temporary folder and sends the flow its
 :class:`ArtifactFolder`: the folder's path when the flow runs on the same host (a local cluster,
 or in-process), or else the files' bytes, since the flow cannot read another host's disk. The
 flow logs the folder to MLflow and then removes it.
@@ -22,6 +23,10 @@ from topicbench.core.output import TopicModelOutput
 #: Prefix of the temporary folders a fit's artifacts are written to.
 FOLDER_PREFIX = "topicbench-run-"
 
+#: Each topic's own scores: a row per topic (``topic``: its row in ``topics.json``), a column per
+#: score key (``npmi@10``); the model-level scores are their means.
+TOPIC_SCORES = "topic_scores.csv"
+
 
 def write_output_artifacts(output: TopicModelOutput, folder) -> Path:
     """Write what a tracked run keeps of an output to ``folder``: ``output/`` (its matrices in
@@ -36,6 +41,15 @@ def write_output_artifacts(output: TopicModelOutput, folder) -> Path:
     (folder / "topics.json").write_text(json.dumps(records, indent=1, ensure_ascii=False), encoding="utf-8")
     pd.DataFrame(records).to_csv(folder / "topics.csv", index=False)
     return folder
+
+
+def topic_scores_text(topic_scores: dict) -> str:
+    """:data:`TOPIC_SCORES`'s text from score key -> one value per topic (NaN: an empty cell)."""
+    import pandas as pd  # imported here for its import cost, as above
+
+    frame = pd.DataFrame({key: list(values) for key, values in topic_scores.items()})
+    frame.insert(0, "topic", range(len(frame)))
+    return frame.to_csv(index=False, float_format="%.6g")
 
 
 @dataclass(frozen=True)

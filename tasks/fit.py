@@ -18,7 +18,7 @@ from topicbench.core.corpus import Corpus
 from topicbench.core.output import TopicModelOutput
 from topicbench.core.metrics.scoring import score
 from topicbench.core.threads import worker_threads
-from topicbench.tasks.artifacts import ArtifactFolder
+from topicbench.tasks.artifacts import TOPIC_SCORES, ArtifactFolder, topic_scores_text
 from topicbench.tasks.metrics import process_metric_context_built
 from topicbench.tasks.progress import fit_progress
 
@@ -125,7 +125,8 @@ def fit_and_score(
     files to one elsewhere (:class:`~topicbench.tasks.artifacts.ArtifactFolder`). With ``llm``
     ((endpoint, judge settings)) the LLM metrics ask that endpoint; every question and reply is
     an artifact (``llm/requests.jsonl``) and their usage scores (``llm_requests``, tokens, cost),
-    with the token budget counted against ``llm_budget``. A failure of the fit or of the scoring
+    with the token budget counted against ``llm_budget``. Each topic's own scores are an artifact
+    too (:data:`~topicbench.tasks.artifacts.TOPIC_SCORES`). A failure of the fit or of the scoring
     raises, as a failed fit always has.
     """
     fitted = fit_model.fn(corpus, model, num_topics, settings, seed, heldout, label)
@@ -135,11 +136,13 @@ def fit_and_score(
                                                                     llm_budget=llm_budget)
         with lock:
             try:
-                scores, skipped = score(fitted.output, context, metrics, seed=seed, heldout_theta=fitted.heldout_theta)
+                scores, skipped, topic_scores = score(fitted.output, context, metrics, seed=seed,
+                                                      heldout_theta=fitted.heldout_theta)
             finally:
                 records = context.judge.take_records() if context.judge is not None else []
     scoring_seconds = time.perf_counter() - started
-    summary, extra = OutputSummary.of(fitted.output), {}
+    summary = OutputSummary.of(fitted.output)
+    extra = {TOPIC_SCORES: topic_scores_text(topic_scores)} if topic_scores else {}
     if records:  # tracked like the output's other numbers (not scores: no metric returns them)
         from topicbench.tasks.llm_judge import usage_of
 

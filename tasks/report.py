@@ -23,6 +23,7 @@ from .report_plots import write_plots
 from .report_render import render_html, render_markdown
 from .report_sections import Report, ReportData
 from .report_stability import StabilityFindings, collect_stability
+from .artifacts import TOPIC_SCORES
 from .fit_record import score_key
 from .run_claims import FIT_ROLE, PARENT_ROLE
 from .store_checks import TrackingError, check_tracking_uri
@@ -79,7 +80,7 @@ def collect_runs(tracking_uri: str, experiment: str) -> pd.DataFrame:
 def _with_first_seed_topics(client, frame: pd.DataFrame) -> pd.DataFrame:
     """Every model's topics on every corpus, from its first finished seed (the "topics" section
     sets them side by side): ``topics_json``, each record with the topic's ``prevalence`` where
-    the run's topic-document matrix can be read."""
+    the run's topic-document matrix can be read and its own ``scores`` where the run logged them."""
     frame = frame.copy()
     frame["topics_json"] = frame["topics_json"].astype(object) if "topics_json" in frame else None
     done = frame[frame.status == "FINISHED"]
@@ -87,7 +88,8 @@ def _with_first_seed_topics(client, frame: pd.DataFrame) -> pd.DataFrame:
         index = group.seed.idxmin()
         text = frame.at[index, "topics_json"]
         text = text if isinstance(text, str) else _topics_artifact(client, frame.at[index, "run_id"])  # NaN: not read yet
-        frame.at[index, "topics_json"] = _with_prevalence(client, frame.at[index, "run_id"], text)
+        run_id = frame.at[index, "run_id"]
+        frame.at[index, "topics_json"] = _with_topic_scores(client, run_id, _with_prevalence(client, run_id, text))
     return frame
 
 
@@ -115,6 +117,28 @@ def _with_prevalence(client, run_id: str, text: str | None) -> str | None:
     except Exception as error:  # the topics are still shown, in the model's own order
         logger.warning("run %s: no topic prevalence (%s)", run_id, error)
         return text
+
+
+def _with_topic_scores(client, run_id: str, text: str | None) -> str | None:
+    """``topics.json``'s records, each with its topic's own ``scores`` (score key -> value, from
+    :data:`~topicbench.tasks.artifacts.TOPIC_SCORES`), or the text as it was where the run has
+    none (runs tracked before topics were scored one by one)."""
+    import tempfile
+
+    if not text:
+        return text
+    try:
+        with tempfile.TemporaryDirectory(prefix="topicbench-topics-") as folder:
+            table = pd.read_csv(client.download_artifacts(run_id, TOPIC_SCORES, folder), index_col="topic")
+    except Exception as error:  # the topics are still shown, without their own scores
+        logger.info("run %s: no %s (%s)", run_id, TOPIC_SCORES, error)
+        return text
+    by_topic = table.to_dict("index")
+    records = json.loads(text)
+    for record in records:
+        values = by_topic.get(record["topic"], {})
+        record["scores"] = {key: float(value) for key, value in values.items() if pd.notna(value)}
+    return json.dumps(records, ensure_ascii=False)
 
 
 def _topics_artifact(client, run_id: str):

@@ -226,6 +226,10 @@ def _seed_legend(figure, seeds) -> None:
 
 #: The fit-time axis's ticks over a wide range (seconds: 1 ms … 10 h), those within the data's range shown.
 TIME_TICKS = (1e-3, 1e-2, 0.1, 1.0, 10.0, 60.0, 600.0, 3600.0, 36000.0)
+#: Its ticks over a narrow range: durations a reader says (1-2-5 within a unit, then 30 s, 30 min),
+#: never 100 s shown as "1.67 min".
+ROUND_DURATIONS = (*(ms * 1e-3 for ms in (1, 2, 5, 10, 20, 50, 100, 200, 500)), 1.0, 2.0, 5.0, 10.0, 20.0, 30.0,
+                   *(60.0 * m for m in (1, 2, 5, 10, 20, 30)), *(3600.0 * h for h in (1, 2, 5, 10, 24)))
 
 
 def fit_time_figure(runs: pd.DataFrame, styles: dict, *, corpora):
@@ -272,13 +276,12 @@ def _time_axis(axis, seconds: pd.Series) -> None:
 
 def time_ticks(seconds: pd.Series) -> tuple[float, float, list]:
     """The limits of a log time axis over ``seconds`` and its ticks at round durations
-    (:data:`TIME_TICKS` over a wide range, 1-2-5 steps over a narrow one)."""
+    (:data:`TIME_TICKS` over a wide range, :data:`ROUND_DURATIONS` over a narrow one)."""
     positive = seconds[seconds > 0]
     low, high = float(positive.min()) / 1.8, float(positive.max()) * 1.8
     ticks = [value for value in TIME_TICKS if low <= value <= high]
     if len(ticks) < 3:
-        steps = [step * 10.0 ** power for power in range(-4, 6) for step in (1, 2, 5)]
-        ticks = [value for value in steps if low <= value <= high]
+        ticks = [value for value in ROUND_DURATIONS if low <= value <= high]
     return low, high, ticks
 
 

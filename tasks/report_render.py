@@ -17,6 +17,7 @@ import base64
 import html
 import math
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -132,9 +133,11 @@ def format_quantity(value: float, unit: str = "") -> str:
 
 
 def format_topic(topic: TopicWords) -> str:
-    """A topic's words, and its share of the documents where known: ``tax cut vote (4.2%)``."""
-    share = f" ({_significant(topic.share * 100, 2)}%)" if topic.share is not None else ""
-    return " ".join(topic.words) + share
+    """A topic's words, then its share of the documents and its own scores where known:
+    ``tax cut vote (4.2% · NPMI 0.12)``."""
+    facts = [f"{_significant(topic.share * 100, 2)}%"] if topic.share is not None else []
+    facts += [f"{label} {format_number(value, 2)}" for label, value in topic.scores]
+    return " ".join(topic.words) + (f" ({' · '.join(facts)})" if facts else "")
 
 
 def format_flip(flip: Flip) -> str:
@@ -316,8 +319,18 @@ def _html_cell(table: ReportTable, row: int, column, text: str, numeric: bool, r
     content = f"<strong>{content}</strong>" if best else content
     attributes = f" class='{' '.join(classes)}'" if classes else ""
     if rank is not None:
-        attributes += f" style='background:{rank_colour(rank, ranked[column])}' title='rank {rank} of {ranked[column]}'"
+        attributes += (f" style='background:{rank_colour(rank, ranked[column])}'"
+                       f" title='{html.escape(_rank_tip(value, rank, ranked[column]), quote=True)}'")
     return f"<td{attributes}>{content}</td>"
+
+
+def _rank_tip(value, rank: int, of: int) -> str:
+    """A ranked cell's hover text: its rank, and the seeds behind its mean (mean ± sd over n)."""
+    tip = f"rank {rank} of {of}"
+    if isinstance(value, Estimate):
+        seeds = "1 seed" if value.n == 1 else f"{value.n} seeds"
+        tip += f"; {format_estimate(replace(value, expected=None))} over {seeds}"
+    return tip
 
 
 def html_table(table: ReportTable, with_notes: bool = True) -> str:

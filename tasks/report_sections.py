@@ -43,7 +43,10 @@ COHERENCE_MEASURES = (("umass", "UMass"), ("npmi", "NPMI"), ("cv", "C_V"), ("emb
 #: The metrics of the summary that opens the report (those the config asks for), at N = TABLE_N.
 SUMMARY_MEASURES = (*COHERENCE_MEASURES, ("topic_diversity", "TD"))
 #: How much of each model's topics the "topics" section shows.
-TOPICS_SHOWN, TOPIC_WORDS_SHOWN = 5, 8
+TOPICS_SHOWN, TOPIC_WORDS_SHOWN = 5, TABLE_N
+#: Each shown topic's own scores (score key, label): NPMI over its shown words (bounded, 0 where
+#: the words are independent: a reader's scale), and the LLM's rating where one judged it.
+TOPIC_SCORES_SHOWN = ((f"npmi@{TABLE_N}", "NPMI"), ("llm_rating", "LLM rating"))
 
 
 @dataclass(frozen=True)
@@ -142,6 +145,10 @@ def build_report(data: ReportData, sections=DEFAULT_REPORT_SECTIONS) -> Report:
     return Report(f"topicbench report — {data.experiment}", report_lead(data), tuple(s for s in built if s is not None))
 
 
+def _counted(count: int, one: str, many: str) -> str:
+    return f"{count} {one if count == 1 else many}"
+
+
 def report_lead(data: ReportData) -> tuple:
     """The lines at the top: what the report rests on, when and how it was made, and what is not
     finished yet (named, so that a partial report says so)."""
@@ -150,7 +157,8 @@ def report_lead(data: ReportData) -> tuple:
     status = run_status(data.runs, [c["name"] for c in config.get("corpora", [])],
                         [m.get("label") or m["model"] for m in config.get("models", [])], config.get("seeds"))
     lines = [
-        f"{status.finished} finished runs ({done.corpus.nunique()} corpora, {done.model.nunique()} models, "
+        f"{status.finished} finished runs ({_counted(done.corpus.nunique(), 'corpus', 'corpora')}, "
+        f"{_counted(done.model.nunique(), 'model', 'models')}, "
         f"seeds {sorted(done.seed.unique().tolist())}); {status.failed} failed. Generated "
         f"{data.generated:%Y-%m-%d %H:%M} UTC from MLflow by: {data.command}"
     ]
@@ -352,14 +360,17 @@ def stability_section(data: ReportData) -> Section | None:
 @register_section("topics")
 def topics_section(data: ReportData) -> Section | None:
     """Every model's topics side by side, a table per corpus."""
-    tables = model_topics(data.runs, corpora=data.corpora, models=data.models, topics=TOPICS_SHOWN, words=TOPIC_WORDS_SHOWN)
+    tables = model_topics(data.runs, corpora=data.corpora, models=data.models, topics=TOPICS_SHOWN,
+                          words=TOPIC_WORDS_SHOWN, scored_by=TOPIC_SCORES_SHOWN)
     if not tables:
         return None
     return Section("Topics: every model's most prevalent topics", (
-        f"Each model's {TOPICS_SHOWN} most prevalent topics on each corpus (their share of the documents, the mean of "
-        f"p(topic | document), in brackets; a run whose topic-document matrix could not be read shows its first "
-        f"topics in its own order), its top {TOPIC_WORDS_SHOWN} words each, from its first seed. Coherence is "
-        "stored per model, not per topic, so no topic's own coherence is shown.",
+        f"Each model's {TOPICS_SHOWN} most prevalent topics on each corpus, from its first seed, with its top "
+        f"{TOPIC_WORDS_SHOWN} words. In brackets: the topic's share of the documents (the mean of p(topic | document)), "
+        f"its own NPMI@{TABLE_N} (from -1 to 1; 0: its words co-occur as often as chance; the model's NPMI@{TABLE_N} "
+        "is the mean over its topics) and, where an LLM judged it, its rating (1-3). A run whose topic-document "
+        "matrix could not be read shows its first topics in its own order; one tracked before topics were scored "
+        "one by one shows no NPMI.",
         *tables,
     ))
 

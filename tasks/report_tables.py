@@ -59,11 +59,13 @@ class Share:
 
 @dataclass(frozen=True)
 class TopicWords:
-    """A topic as a reader meets it: its top words, best first, and its share of the documents
-    (the mean of p(topic | document); None where not known)."""
+    """A topic as a reader meets it: its top words, best first, its share of the documents
+    (the mean of p(topic | document); None where not known) and its own scores, as
+    ``((label, value), ...)`` (``(("NPMI", 0.12),)``; empty where not known)."""
 
     words: tuple
     share: float | None = None
+    scores: tuple = ()
 
 
 @dataclass(frozen=True, eq=False)
@@ -325,28 +327,34 @@ def elda_topics(runs: pd.DataFrame, limit: int = 15, words: int = 10) -> dict:
     return topics
 
 
-def model_topics(runs: pd.DataFrame, *, corpora, models, topics: int = 5, words: int = 8) -> list[ReportTable]:
+def model_topics(runs: pd.DataFrame, *, corpora, models, topics: int = 5, words: int = 8,
+                 scored_by=()) -> list[ReportTable]:
     """One table per corpus (titled by it): each model's first ``topics`` topics from its first
     seed (the most prevalent first where the run's prevalence was read, else in the model's own
-    order), its top ``words`` words each; models in the order of ``models``."""
+    order), its top ``words`` words each, with each topic's own score for every ``(score key,
+    label)`` of ``scored_by`` its run logged; models in the order of ``models``."""
     if "topics_json" not in runs:
         return []
     done = finished_runs(runs).dropna(subset=["topics_json"]).sort_values("seed")
     first = {pair: json.loads(group.iloc[0]["topics_json"]) for pair, group in done.groupby(["corpus", "model"])}
     tables = []
     for corpus in corpora:
-        rows = [_topic_row(model, first[(corpus, model)], topics, words) for model in models if (corpus, model) in first]
+        rows = [_topic_row(model, first[(corpus, model)], (topics, words), scored_by)
+                for model in models if (corpus, model) in first]
         if rows:
             tables.append(ReportTable(pd.DataFrame(rows), title=corpus))
     return tables
 
 
-def _topic_row(model: str, records: list, topics: int, words: int) -> dict:
+def _topic_row(model: str, records: list, shown: tuple, scored_by) -> dict:
+    topics, words = shown
     if all("prevalence" in record for record in records):
         records = sorted(records, key=lambda record: -record["prevalence"])
     row = {"model": model}
     for place, record in enumerate(records[:topics], start=1):
-        row[f"topic {place}"] = TopicWords(tuple(record["words"].split()[:words]), record.get("prevalence"))
+        own = record.get("scores", {})
+        scores = tuple((label, own[key]) for key, label in scored_by if key in own)
+        row[f"topic {place}"] = TopicWords(tuple(record["words"].split()[:words]), record.get("prevalence"), scores)
     return row
 
 

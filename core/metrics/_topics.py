@@ -202,3 +202,8 @@ class TopicScores:
         """``{"<metric>@<N>": mean}`` for every N of the grid."""
         prefix = prefix or self.metric
         return {f"{prefix}@{n}": value for n, value in self.mean.items()}
+
+    def per_topic_by_key(self, prefix: str | None = None) -> dict:
+        """``{"<metric>@<N>": per-topic values}`` for every N of the grid (the keys of :meth:`as_dict`)."""
+        prefix = prefix or self.metric
+        return {f"{prefix}@{n}": values for n, values in self.per_topic.items()}

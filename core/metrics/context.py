@@ -203,12 +203,17 @@ class MetricRun:
         The run's only source of randomness (RandK offsets, a random label split).
     heldout_doc_topic : ndarray (K, D_test), optional
         θ of ``inputs.heldout_corpus`` from the model being scored.
+    topic_scores : dict of str -> tuple of float
+        Filled while scoring: score key (``"npmi@10"``) -> each topic's own value, in the order of
+        ``output.topics`` (NaN where a topic has none), from the metrics that score topics one by
+        one before averaging them (:meth:`keep_topic_scores`). A reader judges a topic by it.
     """
 
     context: MetricContext
     top_n: tuple | None = None
     rng: np.random.Generator | None = None
     heldout_doc_topic: np.ndarray | None = None
+    topic_scores: dict = field(default_factory=dict)
 
     def __post_init__(self):
         if self.top_n is None:
@@ -221,3 +226,8 @@ class MetricRun:
     @property
     def settings(self) -> MetricSettings:
         return self.context.inputs.settings
+
+    def keep_topic_scores(self, by_key: dict) -> None:
+        """Keep each topic's values: ``by_key`` maps a score key to one value per topic."""
+        for key, values in by_key.items():
+            self.topic_scores[key] = tuple(float(value) for value in values)

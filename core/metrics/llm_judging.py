@@ -128,6 +128,12 @@ class TopicJudgements:
         values = [value for value in self.scores if not math.isnan(value)]
         return float(np.mean(values)) if values else float("nan")
 
+    def per_topic(self, n_topics: int) -> np.ndarray:
+        """One value per topic of the output: its score where judged, NaN elsewhere."""
+        values = np.full(n_topics, np.nan)
+        values[list(self.topics)] = self.scores
+        return values
+
 
 # -- what is asked ----------------------------------------------------------------------------
 

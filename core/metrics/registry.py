@@ -146,6 +146,7 @@ def _coherence_metric(measure: str) -> Callable:
             epsilon=settings.epsilon, smoothing=settings.smoothing, gamma=settings.gamma,
             windows=settings.windows, counts=run.context.counts,
         )
+        run.keep_topic_scores(results[measure].per_topic_by_key())
         return results[measure].as_dict()
 
     compute.__name__ = f"{measure}_coherence"
@@ -168,9 +169,9 @@ for _measure in coherence_module.MEASURES.values():
 def _embedding_metric(kind: str) -> Callable:
     def compute(output: TopicModelOutput, run: MetricRun) -> dict:
         vectors, vocabulary = run.context.word_vectors()
-        return embedding_coherence(
-            output.topics, vectors, vocabulary, run.top_n, kind=kind, oov=run.settings.oov,
-        ).as_dict()
+        result = embedding_coherence(output.topics, vectors, vocabulary, run.top_n, kind=kind, oov=run.settings.oov)
+        run.keep_topic_scores(result.per_topic_by_key())
+        return result.as_dict()
 
     compute.__name__ = f"embedding_{kind}"
     return compute
@@ -290,11 +291,13 @@ _register(MetricSpec(
 
 def _llm_rating(output: TopicModelOutput, run: MetricRun) -> dict:
     judged = judge_ratings(output, run.context.judge, run.context.judge_settings, output.seed or 0)
+    run.keep_topic_scores({"llm_rating": judged.per_topic(len(output.topics))})
     return {"llm_rating": judged.mean(), "llm_rating_answered": judged.answered / max(len(judged.topics), 1)}
 
 
 def _llm_intrusion(output: TopicModelOutput, run: MetricRun) -> dict:
     judged = judge_intrusion(output, run.context.judge, run.context.judge_settings, output.seed or 0)
+    run.keep_topic_scores({"llm_intrusion": judged.per_topic(len(output.topics))})
     return {"llm_intrusion": judged.mean(), "llm_intrusion_answered": judged.answered / max(len(judged.topics), 1)}
 
 

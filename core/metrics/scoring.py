@@ -27,7 +27,7 @@ from .registry import METRICS
 
 
 class Scores(NamedTuple):
-    """One output's scores; unpacks as ``values, skipped = score(...)``.
+    """One output's scores; unpacks as ``values, skipped, topic_scores = score(...)``.
 
     Attributes
     ----------
@@ -35,10 +35,15 @@ class Scores(NamedTuple):
         Score key (``"umass@10"``, ``"perplexity"``) -> value.
     skipped : dict of str -> str
         Metric name, or ``"top_n N1,N2"`` for N left out by the top-N policy -> the reason.
+    topic_scores : dict of str -> tuple of float
+        Score key -> each topic's own value (in the order of ``output.topics``; NaN where a topic
+        has none), for the metrics that average per-topic values (coherence, embedding
+        coherence, the LLM judges): what a reader judges one topic by.
     """
 
     values: dict
     skipped: dict
+    topic_scores: dict
 
 
 def scored_top_n(top_n, topics) -> tuple[tuple, tuple]:
@@ -92,4 +97,4 @@ def score(output: TopicModelOutput, context: MetricContext, metrics, *, seed: in
         if clash:
             raise InputError(f"metric {name!r} returns {clash[0]!r}, already returned by another metric")
         values.update(result)
-    return Scores(values, skipped)
+    return Scores(values, skipped, run.topic_scores)

@@ -75,14 +75,21 @@ def test_every_metric_runs_on_an_elda_output(lee_run):
         assert all(isinstance(v, float) and np.isfinite(v) for v in scores.values()), (name, scores)
         for key in scores:
             assert metric_for_key(key) is METRICS.get(name)
-    everything, skipped = score(output, context.context, METRICS.names(), seed=0,
-                                heldout_theta=context.heldout_doc_topic)
+    everything, skipped, topic_scores = score(output, context.context, METRICS.names(), seed=0,
+                                              heldout_theta=context.heldout_doc_topic)
     assert not skipped
     assert len(everything) == sum(len(expected_keys(name, context)) for name in METRICS)
     # coherence through the registry is the coherence function's value
     direct = coherence(output.topics, corpus, ["npmi"], COHERENCE_TOP_N)["npmi"].as_dict()
     assert {k: everything[k] for k in direct} == direct
     assert everything["log_likelihood_randk"] < everything["log_likelihood_own"]
+    # each topic's own scores: every per-topic metric's, one per topic, averaging to its score
+    # (the LLM judges' over the topics they judged)
+    per_topic = {"umass", "uci", "npmi", "cv", "embedding_pairwise", "embedding_centroid", "llm_rating", "llm_intrusion"}
+    assert set(topic_scores) == {key for key in everything if key.split("@")[0] in per_topic}
+    for key, values in topic_scores.items():
+        assert len(values) == output.n_topics, key
+        assert np.nanmean(values) == pytest.approx(everything[key], rel=1e-12, abs=1e-12), key
 
 
 def test_the_counts_cache_is_shared_across_outputs(lee_run):

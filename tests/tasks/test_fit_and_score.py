@@ -9,6 +9,7 @@ import socket
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import scipy.sparse as sp
 
@@ -16,7 +17,7 @@ from topicbench.core.metrics.scoring import score
 from topicbench.core.output import TopicModelOutput
 from topicbench.core.topic_word import ConstantPlusSparse
 from topicbench.tasks import metrics as metric_tasks
-from topicbench.tasks.artifacts import ArtifactFolder
+from topicbench.tasks.artifacts import TOPIC_SCORES, ArtifactFolder
 from topicbench.tasks.fit import ScoredFit, fit_and_score, fit_model
 
 METRICS = ("umass", "npmi", "topic_diversity", "log_likelihood_own", "log_likelihood_randk", "perplexity")
@@ -64,7 +65,13 @@ def test_a_fit_scored_where_it_ran_sends_back_scores_and_a_folder_not_matrices(m
         assert scored.output.n_topics == fitted.output.n_topics and scored.resolved == fitted.resolved
         # the artifacts: the output in its own (constant-plus-sparse) form and the topic lists
         folder = Path(scored.artifacts.path)
-        assert {"topics.json", "topics.csv"} <= {p.name for p in folder.iterdir()}
+        assert {"topics.json", "topics.csv", TOPIC_SCORES} <= {p.name for p in folder.iterdir()}
+        # each topic's own scores, in topics.json's order, averaging to the run's scores
+        topic_scores = pd.read_csv(folder / TOPIC_SCORES)
+        assert list(topic_scores.topic) == list(range(fitted.output.n_topics))
+        assert set(topic_scores.columns) - {"topic"} == set(expected.topic_scores) and expected.topic_scores
+        for key in expected.topic_scores:
+            assert topic_scores[key].mean() == pytest.approx(scored.scores[key], rel=1e-5), key
         saved = TopicModelOutput.load(folder / "output")
         assert isinstance(saved.topic_word_matrix, ConstantPlusSparse)
         assert saved.topics == fitted.output.topics

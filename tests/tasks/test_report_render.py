@@ -49,6 +49,9 @@ def test_a_table_says_once_why_a_value_has_no_plus_minus():
 def test_a_topic_is_its_words_and_its_share_of_the_documents():
     assert format_value(TopicWords(("tax", "cut", "vote"), 0.0421)) == "tax cut vote (4.2%)"
     assert format_value(TopicWords(("tax", "cut"))) == "tax cut"
+    assert format_value(TopicWords(("tax", "cut"), 0.0421, (("NPMI", 0.12345), ("LLM rating", 2.5)))) == \
+        "tax cut (4.2% · NPMI 0.12 · LLM rating 2.5)"
+    assert format_value(TopicWords(("tax", "cut"), None, (("NPMI", -0.031),))) == "tax cut (NPMI -0.031)"
 
 
 def test_values_are_formatted_by_type_unless_the_column_says_otherwise():
@@ -101,7 +104,9 @@ def test_a_ranked_table_shows_ranks_in_markdown_and_colours_in_html():
     assert "| a | -1.50 ② |" in text and "| b | **-1.20 (n=2)** ① |" in text and "| c | -0.400 (N=5) |" in text
     page = html_table(_summary())
     assert "<table class='results summary'>" in page and "colspan='1'>UMass@10</th>" in page
-    assert f"style='background:{rank_colour(1, 2)}' title='rank 1 of 2'" in page
+    # hovering a ranked cell tells its rank and the seeds behind its mean
+    assert f"style='background:{rank_colour(1, 2)}' title='rank 1 of 2; -1.20 ± 0.10 over 2 seeds'" in page
+    assert "title='rank 2 of 2; -1.50 ± 0.10 over 3 seeds'" in page
     assert "class='number smaller-n'>-0.400 (N=5)</td>" in page  # grey, unranked
     assert rank_colour(1, 5) == "hsl(120,65%,86%)" and rank_colour(5, 5) == "hsl(0,65%,86%)"
 

@@ -119,6 +119,9 @@ def test_the_fit_time_plot_is_a_dot_plot_on_durations_and_an_outlier_does_not_sq
     assert axis.get_xscale() == "log" and [t.get_text() for t in axis.get_yticklabels()] == ["gibbs", "elda", "bertopic"]
     assert [t.get_text() for t in axis.get_xticklabels()] == ["1 s", "2 s", "5 s"]  # fits of 1-3 s
     assert report_plots.duration_label(600.0) == "10 min" and report_plots.duration_label(0.01) == "10 ms"
+    # fits of 40 s to 3 min (20ng_politics's Gibbs and ProdLDA): ticks a reader says, not "1.67 min"
+    _, _, ticks = report_plots.time_ticks(pd.Series([39.7, 43.1, 173.0]))
+    assert [report_plots.duration_label(t) for t in ticks] == ["30 s", "1 min", "2 min", "5 min"]
     # thirteen models: thirteen colours and thirteen markers
     many = report_plots.model_styles([f"m{i}" for i in range(13)])
     assert len({s["color"] for s in many.values()}) == 13 and len({s["marker"] for s in many.values()}) == 13

@@ -158,3 +158,17 @@ def test_every_models_topics_side_by_side_most_prevalent_first():
     assert cells.loc["lda", "topic 1"] == TopicWords(tuple(f"w2{i}" for i in range(8)), 0.7)  # seed 0, most prevalent first
     assert cells.loc["nmf", "topic 2"] == TopicWords(tuple(f"w1{i}" for i in range(8)), None)  # its own order
     assert pd.isna(cells.loc["lda", "topic 4"])  # three topics only
+
+
+def test_each_shown_topic_carries_its_own_scores_where_its_run_logged_them():
+    import json
+
+    records = [{"topic": 0, "label": None, "words": "a b c", "prevalence": 0.2, "scores": {"npmi@10": 0.1, "umass@10": -2.0}},
+               {"topic": 1, "label": None, "words": "d e f", "prevalence": 0.8, "scores": {"npmi@10": -0.05, "llm_rating": 2.5}},
+               {"topic": 2, "label": None, "words": "g h i", "prevalence": 0.0}]
+    runs = _runs([{"corpus": "c", "model": "lda", "seed": 0, "topics_json": json.dumps(records)}])
+    shown = (("npmi@10", "NPMI"), ("llm_rating", "LLM rating"))
+    cells = model_topics(runs, corpora=["c"], models=["lda"], topics=3, words=2, scored_by=shown)[0].cells.iloc[0]
+    assert cells["topic 1"] == TopicWords(("d", "e"), 0.8, (("NPMI", -0.05), ("LLM rating", 2.5)))
+    assert cells["topic 2"] == TopicWords(("a", "b"), 0.2, (("NPMI", 0.1),))  # only the keys asked for
+    assert cells["topic 3"] == TopicWords(("g", "h"), 0.0, ())  # none logged: none shown
