@@ -10,8 +10,6 @@ The page stays self-contained and works offline: plotly.js is embedded once in t
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pandas as pd
 
@@ -29,7 +27,8 @@ FONT = {"family": "system-ui, sans-serif", "size": 12}
 def figure_layout(figure, title: str, height: int, legend_title: str | None = "model") -> None:
     """The house layout of an interactive figure: its title, height, font, margins and legend."""
     figure.update_layout(title={"text": title, "x": 0.01}, height=height, template="plotly_white", font=FONT,
-                         legend={"title": {"text": legend_title}} if legend_title else None,
+                         # no gap between legend groups (a model's line and band): 13+ models fit
+                         legend={"title": {"text": legend_title}, "tracegroupgap": 0} if legend_title else None,
                          margin={"l": 60, "r": 20, "t": 70, "b": 50}, hovermode="closest")
 
 
@@ -58,23 +57,21 @@ def _coherence_traces(figure, done: pd.DataFrame, styles: dict, key: str, column
     return curves
 
 
-def _fit_outliers(figure, curves: dict, column: int) -> None:
-    """The y-axis fitted to the models that are not outliers (one model far off would squash the
-    others); the outliers are named in the panel and a double click shows everything."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        centres = {model: float(np.nanmean(curve)) for model, curve in curves.items()}
-    outliers = static.outlier_models(centres)
-    inner = [curve for model, curve in curves.items() if model not in outliers]
-    if not outliers or not inner:
-        return
-    low, high = float(np.nanmin([np.nanmin(c) for c in inner])), float(np.nanmax([np.nanmax(c) for c in inner]))
-    margin = 0.12 * max(high - low, 1e-9)
-    figure.update_yaxes(range=[low - margin, high + margin], row=1, col=column)
-    said = "; ".join(f"{m}: {np.nanmin(curves[m]):.3g} to {np.nanmax(curves[m]):.3g}" for m in outliers)
-    figure.add_annotation(text=f"off the axis: {said}", xref=f"x{column if column > 1 else ''} domain",
-                          yref=f"y{column if column > 1 else ''} domain", x=0.02, y=0.02, showarrow=False,
-                          font={"size": 10, "color": "#666"}, xanchor="left")
+def _fit_outliers(figure, curves: dict, column: int, title: str) -> bool:
+    """The y-axis fitted to the models that are not outliers (:func:`report_plots.clipped_axis`:
+    one model far off would squash the others); the panel's title names them, with their
+    values, and a double click shows everything. Whether it clipped."""
+    clipped = static.clipped_axis(curves)
+    if clipped is None:
+        return False
+    figure.update_yaxes(range=list(clipped.limits), row=1, col=column)
+    said = "; ".join(f"{'↓' if m in clipped.below else '↑'} {m}: {low:.3g} to {high:.3g}"
+                     for m, (low, high) in {**clipped.below, **clipped.above}.items())
+    # under the panel's title, not over its curves
+    figure.for_each_annotation(lambda a: a.update(text=f"{title}<br><span style='font-size:10px;color:#666'>"
+                                                       f"off the axis: {said}</span>"),
+                               selector={"text": title})
+    return True
 
 
 def coherence_figure(runs: pd.DataFrame, styles: dict, *, corpus: str, measures):
@@ -88,11 +85,15 @@ def coherence_figure(runs: pd.DataFrame, styles: dict, *, corpus: str, measures)
         return None
     figure = make_subplots(rows=1, cols=len(panels), subplot_titles=[title for _, title in panels],
                            horizontal_spacing=0.06)
+    clipped = False
     for column, (key, title) in enumerate(panels, start=1):
-        _fit_outliers(figure, _coherence_traces(figure, done, styles, key, column), column)
+        clipped |= _fit_outliers(figure, _coherence_traces(figure, done, styles, key, column), column, title)
         figure.update_xaxes(title_text="top-N words", tickvals=static.coherence_curves(done, key, {})[0], row=1, col=column)
         figure.update_yaxes(title_text=f"{title} (mean over seeds)", row=1, col=column)
-    figure_layout(figure, f"Coherence against N — {corpus}", PANEL_HEIGHT + 40)
+    # tall enough for a legend entry per model without a scroll bar
+    figure_layout(figure, f"Coherence against N — {corpus}", max(PANEL_HEIGHT + 40, 150 + 22 * len(styles)))
+    if clipped:  # room for the second line of a panel's title
+        figure.update_layout(margin={"t": 100})
     return figure
 
 

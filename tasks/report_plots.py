@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -118,6 +119,9 @@ def coherence_figure(runs: pd.DataFrame, styles: dict, *, corpus: str, measures)
 #: A model is an outlier of a panel when its curve's mean lies this many interquartile ranges of
 #: the models' means beyond the quartiles (FASTopic's UMass near -14 against the others' -1 to -4).
 OUTLIER_IQRS = 3.0
+#: ... and when drawing it would make the axis this many times as tall as the others need (one
+#: model next to the others is not clipped, however small their interquartile range).
+OUTLIER_AXIS_GAIN = 2.0
 
 
 def outlier_models(centres: dict) -> list:
@@ -131,23 +135,49 @@ def outlier_models(centres: dict) -> list:
     return [m for m, v in centres.items() if np.isfinite(v) and not low - OUTLIER_IQRS * spread <= v <= high + OUTLIER_IQRS * spread]
 
 
-def _clip_outliers(axis, curves: dict, styles: dict) -> None:
-    """Fit the y-axis to the models that are not outliers, and name each outlier at the edge it
-    lies beyond, with its range of values, in its colour (one model far off would squash the others)."""
+@dataclass(frozen=True)
+class ClippedAxis:
+    """A panel's y-axis fitted to the models that are not outliers: its ``limits`` (with a
+    margin) and each outlier's ``(lowest, highest)`` value, in ``below`` or ``above`` the axis."""
+
+    limits: tuple
+    below: dict
+    above: dict
+
+
+def clipped_axis(curves: dict) -> ClippedAxis | None:
+    """The axis to draw ``curves`` (model -> values) on when outliers (:func:`outlier_models` of
+    the curves' means) would squash the others (:data:`OUTLIER_AXIS_GAIN`); None to draw all."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         centres = {model: float(np.nanmean(curve)) for model, curve in curves.items()}
     outliers = outlier_models(centres)
     inner = [curve for model, curve in curves.items() if model not in outliers]
     if not outliers or not inner:
-        return
+        return None
     low, high = float(np.nanmin([np.nanmin(c) for c in inner])), float(np.nanmax([np.nanmax(c) for c in inner]))
+    every = [np.nanmin(c) for c in curves.values()] + [np.nanmax(c) for c in curves.values()]
+    if np.nanmax(every) - np.nanmin(every) <= OUTLIER_AXIS_GAIN * max(high - low, 1e-12):
+        return None
     margin = 0.12 * max(high - low, 1e-9)
-    axis.set_ylim(low - margin, high + margin)
-    below = [m for m in outliers if centres[m] < low]
-    for edge, models in ((0.02, below), (0.98, [m for m in outliers if m not in below])):
-        for i, model in enumerate(models):
-            lowest, highest = np.nanmin(curves[model]), np.nanmax(curves[model])
+    limits = (low - margin, high + margin)
+    extents = {m: (float(np.nanmin(curves[m])), float(np.nanmax(curves[m]))) for m in outliers}
+    off = {m: (lowest, highest) for m, (lowest, highest) in extents.items() if lowest < limits[0] or highest > limits[1]}
+    if not off:
+        return None
+    return ClippedAxis(limits, {m: e for m, e in off.items() if centres[m] < low},
+                       {m: e for m, e in off.items() if centres[m] >= low})
+
+
+def _clip_outliers(axis, curves: dict, styles: dict) -> None:
+    """Fit the y-axis to the models that are not outliers, and name each outlier at the edge it
+    lies beyond, with its range of values, in its colour (one model far off would squash the others)."""
+    clipped = clipped_axis(curves)
+    if clipped is None:
+        return
+    axis.set_ylim(*clipped.limits)
+    for edge, models in ((0.02, clipped.below), (0.98, clipped.above)):
+        for i, (model, (lowest, highest)) in enumerate(models.items()):
             arrow = "↓" if edge < 0.5 else "↑"
             axis.annotate(f"{arrow} {model}: {lowest:.3g} to {highest:.3g}", xy=(0.03, edge + (0.07 * i if edge < 0.5 else -0.07 * i)),
                           xycoords="axes fraction", va="bottom" if edge < 0.5 else "top", fontsize=7,
