@@ -136,20 +136,19 @@ def fit_and_score(
                                                                     llm_budget=llm_budget)
         with lock:
             try:
-                scores, skipped, topic_scores = score(fitted.output, context, metrics, seed=seed,
-                                                      heldout_theta=fitted.heldout_theta)
+                scored = score(fitted.output, context, metrics, seed=seed, heldout_theta=fitted.heldout_theta)
             finally:
                 records = context.judge.take_records() if context.judge is not None else []
     scoring_seconds = time.perf_counter() - started
     summary = OutputSummary.of(fitted.output)
-    extra = {TOPIC_SCORES: topic_scores_text(topic_scores)} if topic_scores else {}
+    extra = {TOPIC_SCORES: topic_scores_text(scored.topic_scores)} if scored.topic_scores else {}
     if records:  # tracked like the output's other numbers (not scores: no metric returns them)
         from topicbench.tasks.llm_judge import usage_of
 
         summary.extra.update(usage_of(records, llm[0]))
         extra[LLM_RECORDS] = "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
     artifacts = ArtifactFolder.write(fitted.output, flow_host, extra)
-    return ScoredFit(summary, fitted.resolved, scores, skipped, artifacts, fitted.fitted_on, scoring_seconds,
+    return ScoredFit(summary, fitted.resolved, scored.values, scored.skipped, artifacts, fitted.fitted_on, scoring_seconds,
                      context_built, fitted.params)
 
 

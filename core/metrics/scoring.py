@@ -16,7 +16,7 @@ skipped with that reason.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -26,8 +26,9 @@ from .context import MetricContext, MetricRun
 from .registry import METRICS
 
 
-class Scores(NamedTuple):
-    """One output's scores; unpacks as ``values, skipped, topic_scores = score(...)``.
+@dataclass(frozen=True)
+class Scores:
+    """One output's scores; unpacks as ``values, skipped = score(...)``, as it always has.
 
     Attributes
     ----------
@@ -38,12 +39,16 @@ class Scores(NamedTuple):
     topic_scores : dict of str -> tuple of float
         Score key -> each topic's own value (in the order of ``output.topics``; NaN where a topic
         has none), for the metrics that average per-topic values (coherence, embedding
-        coherence, the LLM judges): what a reader judges one topic by.
+        coherence, the LLM judges): what a reader judges one topic by. Not compared by ``==``
+        (NaN is unequal to itself); the values it averages to are.
     """
 
     values: dict
     skipped: dict
-    topic_scores: dict
+    topic_scores: dict = field(default_factory=dict, compare=False)
+
+    def __iter__(self):
+        return iter((self.values, self.skipped))
 
 
 def scored_top_n(top_n, topics) -> tuple[tuple, tuple]:

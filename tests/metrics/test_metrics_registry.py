@@ -75,8 +75,9 @@ def test_every_metric_runs_on_an_elda_output(lee_run):
         assert all(isinstance(v, float) and np.isfinite(v) for v in scores.values()), (name, scores)
         for key in scores:
             assert metric_for_key(key) is METRICS.get(name)
-    everything, skipped, topic_scores = score(output, context.context, METRICS.names(), seed=0,
-                                              heldout_theta=context.heldout_doc_topic)
+    scored = score(output, context.context, METRICS.names(), seed=0, heldout_theta=context.heldout_doc_topic)
+    everything, skipped = scored  # unpacks as it always has
+    topic_scores = scored.topic_scores
     assert not skipped
     assert len(everything) == sum(len(expected_keys(name, context)) for name in METRICS)
     # coherence through the registry is the coherence function's value

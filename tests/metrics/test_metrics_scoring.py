@@ -174,9 +174,9 @@ def test_a_corpus_of_one_label_skips_the_label_metrics_with_the_reason(corpus):
     # one class has nothing to classify or cluster: the corpus, not bad input, so the run goes on
     output = make_output(corpus, theme_topics())
     one_label = context_of(corpus, labels=["same"] * corpus.n_documents)
-    scores, skipped, _ = score(output, one_label, ["classification", "topic_diversity"], seed=0)
+    scores, skipped = score(output, one_label, ["classification", "topic_diversity"], seed=0)
     assert skipped["classification"] == "the corpus has a single label"
     assert not any(key.startswith("classification") for key in scores) and "topic_diversity@5" in scores
     two_labels = context_of(corpus, labels=[str(d % 2) for d in range(corpus.n_documents)])
-    scores, skipped, _ = score(output, two_labels, ["classification"], seed=0)
+    scores, skipped = score(output, two_labels, ["classification"], seed=0)
     assert "classification" not in skipped and 0 <= scores["classification_accuracy"] <= 1
