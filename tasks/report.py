@@ -21,7 +21,7 @@ from topicbench.core.validation import InputError
 from .report_interactive import interactive_plots
 from .report_plots import write_plots
 from .report_render import render_html, render_markdown
-from .report_sections import Report, ReportData
+from .report_sections import TOPIC_SCORES_SHOWN, Report, ReportData
 from .report_stability import StabilityFindings, collect_stability
 from .artifacts import TOPIC_SCORES
 from .fit_record import score_key
@@ -88,57 +88,63 @@ def _with_first_seed_topics(client, frame: pd.DataFrame) -> pd.DataFrame:
         index = group.seed.idxmin()
         text = frame.at[index, "topics_json"]
         text = text if isinstance(text, str) else _topics_artifact(client, frame.at[index, "run_id"])  # NaN: not read yet
-        run_id = frame.at[index, "run_id"]
-        frame.at[index, "topics_json"] = _with_topic_scores(client, run_id, _with_prevalence(client, run_id, text))
+        frame.at[index, "topics_json"] = _with_topic_facts(client, frame.at[index, "run_id"], text)
     return frame
 
 
-def _with_prevalence(client, run_id: str, text: str | None) -> str | None:
-    """``topics.json``'s records, each with its topic's share of the documents (the mean of
-    p(topic | document) over the documents), or the text as it was where that cannot be read."""
+def _with_topic_facts(client, run_id: str, text: str | None) -> str | None:
+    """``topics.json``'s records, each with its topic's share of the documents (``prevalence``:
+    the mean of p(topic | document)) and the own ``scores`` the topics section shows, each where
+    the run's artifacts hold them (the topics are shown either way)."""
+    if not text:
+        return text
+    records = json.loads(text)
+    shares, scores = _topic_shares(client, run_id), _shown_topic_scores(client, run_id)
+    for record in records:
+        if shares is not None:
+            record["prevalence"] = float(shares[record["topic"]])
+        if scores is not None:
+            record["scores"] = scores.get(record["topic"], {})
+    return json.dumps(records, ensure_ascii=False)
+
+
+def _topic_shares(client, run_id: str):
+    """Each topic's share of the documents, from the run's topic-document matrix; None where it
+    cannot be read (its topics are then shown in the model's own order)."""
     import tempfile
 
     import numpy as np
 
     from topicbench.core.output import read_matrix
 
-    if not text:
-        return text
     try:
         with tempfile.TemporaryDirectory(prefix="topicbench-topics-") as folder:
             path = client.download_artifacts(run_id, "output/matrices.npz", folder)
             with np.load(path) as arrays:
                 matrix = read_matrix(arrays, "topic_document_matrix")
-                shares = np.asarray(matrix.sum(axis=1)).ravel() / max(matrix.shape[1], 1)
-        records = json.loads(text)
-        for record in records:
-            record["prevalence"] = float(shares[record["topic"]])
-        return json.dumps(records, ensure_ascii=False)
-    except Exception as error:  # the topics are still shown, in the model's own order
+                return np.asarray(matrix.sum(axis=1)).ravel() / max(matrix.shape[1], 1)
+    except Exception as error:
         logger.warning("run %s: no topic prevalence (%s)", run_id, error)
-        return text
+        return None
 
 
-def _with_topic_scores(client, run_id: str, text: str | None) -> str | None:
-    """``topics.json``'s records, each with its topic's own ``scores`` (score key -> value, from
-    :data:`~topicbench.tasks.artifacts.TOPIC_SCORES`), or the text as it was where the run has
+def _shown_topic_scores(client, run_id: str) -> dict | None:
+    """Topic -> {score key: value} for the keys the topics section shows (``TOPIC_SCORES_SHOWN``;
+    not every key of every topic, which for E-LDA's thousands of topics would be read for
+    nothing), from :data:`~topicbench.tasks.artifacts.TOPIC_SCORES`; None where the run has
     none (runs tracked before topics were scored one by one)."""
     import tempfile
 
-    if not text:
-        return text
+    shown = {key for key, _ in TOPIC_SCORES_SHOWN}
     try:
         with tempfile.TemporaryDirectory(prefix="topicbench-topics-") as folder:
-            table = pd.read_csv(client.download_artifacts(run_id, TOPIC_SCORES, folder), index_col="topic")
-    except Exception as error:  # the topics are still shown, without their own scores
+            table = pd.read_csv(client.download_artifacts(run_id, TOPIC_SCORES, folder), index_col="topic",
+                                usecols=lambda column: column == "topic" or column in shown)
+    except Exception as error:
         logger.info("run %s: no %s (%s)", run_id, TOPIC_SCORES, error)
-        return text
-    by_topic = table.to_dict("index")
-    records = json.loads(text)
-    for record in records:
-        values = by_topic.get(record["topic"], {})
-        record["scores"] = {key: float(value) for key, value in values.items() if pd.notna(value)}
-    return json.dumps(records, ensure_ascii=False)
+        return None
+    return {topic: {key: float(value) for key, value in values.items() if pd.notna(value)}
+            for topic, values in table.to_dict("index").items()}
 
 
 def _topics_artifact(client, run_id: str):

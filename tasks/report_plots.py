@@ -151,18 +151,18 @@ def clipped_axis(curves: dict) -> ClippedAxis | None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         centres = {model: float(np.nanmean(curve)) for model, curve in curves.items()}
+        extents = {model: (float(np.nanmin(curve)), float(np.nanmax(curve))) for model, curve in curves.items()}
     outliers = outlier_models(centres)
-    inner = [curve for model, curve in curves.items() if model not in outliers]
+    inner = [extents[model] for model in curves if model not in outliers]
     if not outliers or not inner:
         return None
-    low, high = float(np.nanmin([np.nanmin(c) for c in inner])), float(np.nanmax([np.nanmax(c) for c in inner]))
-    every = [np.nanmin(c) for c in curves.values()] + [np.nanmax(c) for c in curves.values()]
-    if np.nanmax(every) - np.nanmin(every) <= OUTLIER_AXIS_GAIN * max(high - low, 1e-12):
+    low, high = np.nanmin([e[0] for e in inner]), np.nanmax([e[1] for e in inner])
+    every = np.nanmax([e[1] for e in extents.values()]) - np.nanmin([e[0] for e in extents.values()])
+    if every <= OUTLIER_AXIS_GAIN * max(high - low, 1e-12):
         return None
     margin = 0.12 * max(high - low, 1e-9)
-    limits = (low - margin, high + margin)
-    extents = {m: (float(np.nanmin(curves[m])), float(np.nanmax(curves[m]))) for m in outliers}
-    off = {m: (lowest, highest) for m, (lowest, highest) in extents.items() if lowest < limits[0] or highest > limits[1]}
+    limits = (float(low - margin), float(high + margin))
+    off = {m: extents[m] for m in outliers if extents[m][0] < limits[0] or extents[m][1] > limits[1]}
     if not off:
         return None
     return ClippedAxis(limits, {m: e for m, e in off.items() if centres[m] < low},

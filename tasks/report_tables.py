@@ -339,15 +339,14 @@ def model_topics(runs: pd.DataFrame, *, corpora, models, topics: int = 5, words:
     first = {pair: json.loads(group.iloc[0]["topics_json"]) for pair, group in done.groupby(["corpus", "model"])}
     tables = []
     for corpus in corpora:
-        rows = [_topic_row(model, first[(corpus, model)], (topics, words), scored_by)
+        rows = [_topic_row(model, first[(corpus, model)], topics, words, scored_by)
                 for model in models if (corpus, model) in first]
         if rows:
             tables.append(ReportTable(pd.DataFrame(rows), title=corpus))
     return tables
 
 
-def _topic_row(model: str, records: list, shown: tuple, scored_by) -> dict:
-    topics, words = shown
+def _topic_row(model: str, records: list, topics: int, words: int, scored_by) -> dict:
     if all("prevalence" in record for record in records):
         records = sorted(records, key=lambda record: -record["prevalence"])
     row = {"model": model}
