@@ -23,6 +23,7 @@ from .report_plots import write_plots
 from .report_render import render_html, render_markdown
 from .report_sections import TOPIC_SCORES_SHOWN, Report, ReportData
 from .report_stability import StabilityFindings, collect_stability
+from .report_tables import failed_runs, interrupted_runs
 from .artifacts import TOPIC_SCORES
 from .fit_record import score_key
 from .run_claims import FIT_ROLE, PARENT_ROLE
@@ -46,13 +47,9 @@ def collect_runs(tracking_uri: str, experiment: str) -> pd.DataFrame:
         [found.experiment_id], filter_string=f"tags.`topicbench.role` = '{FIT_ROLE}'",
         max_results=50_000, order_by=["attributes.start_time DESC"],
     )
-    rows, seen = [], set()
-    for run in runs:
+    rows = []
+    for run in _latest_attempts(runs):
         tags = run.data.tags
-        key = (tags.get("topicbench.run_key"), run.info.status)
-        if key in seen:
-            continue
-        seen.add(key)
         row = {
             "run_id": run.info.run_id, "status": run.info.status, "corpus": tags.get("corpus"),
             "model": tags.get("model"), "model_class": tags.get("model_class"), "seed": int(tags.get("seed", 0)),
@@ -70,11 +67,21 @@ def collect_runs(tracking_uri: str, experiment: str) -> pd.DataFrame:
     frame = pd.DataFrame(rows)
     if frame.empty:
         raise TrackingError(f"experiment {experiment!r} has no tracked runs yet")
-    # a run key that finished after failing earlier counts as finished
-    finished = set(frame.loc[frame.status == "FINISHED", "run_key"])
-    frame = frame[(frame.status == "FINISHED") | ~frame.run_key.isin(finished)]
     frame = frame.sort_values(["corpus", "model", "seed"]).reset_index(drop=True)
     return _with_first_seed_topics(client, frame)
+
+
+def _latest_attempts(runs) -> list:
+    """One run per run key (``runs`` newest first): its latest finished attempt, else its latest
+    attempt, so a fit interrupted or failed and then fitted again (or being fitted now) counts
+    once, in its present state."""
+    chosen = {}
+    for run in runs:
+        key = run.data.tags.get("topicbench.run_key") or run.info.run_id
+        kept = chosen.get(key)
+        if kept is None or (run.info.status == "FINISHED" and kept.info.status != "FINISHED"):
+            chosen[key] = run
+    return list(chosen.values())
 
 
 def _with_first_seed_topics(client, frame: pd.DataFrame) -> pd.DataFrame:
@@ -185,8 +192,8 @@ class ReportWriteError(InputError):
 
 def write_report(report: Report, data: ReportData, folder) -> dict:
     """Write the report's plots (PNG), ``report.md`` and the self-contained ``report.html`` (its
-    plots interactive) into ``folder``; returns their paths and the number of finished and failed
-    runs.
+    plots interactive) into ``folder``; returns their paths and the number of finished, failed and
+    interrupted runs.
 
     Every file is written whole or not at all (a full disk leaves no empty ``report.md``); a
     failed write raises :class:`ReportWriteError`."""
@@ -203,10 +210,10 @@ def write_report(report: Report, data: ReportData, folder) -> dict:
             f"tracking store: write the report elsewhere with `topicbench report --experiment {data.experiment} "
             f"--out OTHER_FOLDER`"
         ) from None
-    failed = ~data.runs.status.isin(["FINISHED", "RUNNING"])
     files = [str(folder / "report.md"), str(folder / "report.html"), *map(str, images.values())]
     return {"markdown": str(folder / "report.md"), "html": str(folder / "report.html"), "files": files,
-            "finished": int(len(data.finished)), "failed": int(failed.sum())}
+            "finished": int(len(data.finished)), "failed": len(failed_runs(data.runs)),
+            "interrupted": len(interrupted_runs(data.runs))}
 
 
 def log_report_to_parent(tracking_uri: str, experiment: str, files) -> str | None:

@@ -24,8 +24,8 @@ from . import report_plots as plots
 from .report_stability import StabilityFindings, stability_remarks, stability_tables
 from .report_statistics import ranking_agreement, set1_table
 from .report_tables import (
-    FINISHED, ReportTable, changed_settings_table, elda_topics, metric_pivot, model_topics, pair_order, run_status,
-    summary_table, training_table,
+    FINISHED, ReportTable, changed_settings_table, elda_topics, failed_runs, interrupted_runs, metric_pivot, model_topics,
+    pair_order, run_status, summary_table, training_table,
 )
 
 #: Section builders by name: ``builder(data: ReportData) -> Section | None`` (None: nothing to show).
@@ -159,7 +159,10 @@ def report_lead(data: ReportData) -> tuple:
     lines = [
         f"{status.finished} finished runs ({_counted(done.corpus.nunique(), 'corpus', 'corpora')}, "
         f"{_counted(done.model.nunique(), 'model', 'models')}, "
-        f"seeds {sorted(done.seed.unique().tolist())}); {status.failed} failed. Generated "
+        f"seeds {sorted(done.seed.unique().tolist())}); {status.failed} failed"
+        + (f", {status.interrupted} interrupted (a rerun of the same command fits them again)"
+           if status.interrupted else "")
+        + f". Generated "
         f"{data.generated:%Y-%m-%d %H:%M} UTC from MLflow by: {data.command}"
     ]
     if status.pending:
@@ -389,7 +392,18 @@ def elda_topics_section(data: ReportData) -> Section | None:
 
 @register_section("failed_runs")
 def failed_runs_section(data: ReportData) -> Section | None:
-    failed = data.runs[~data.runs.status.isin([FINISHED, "RUNNING"])]
-    if failed.empty:
+    """The runs that ended in an error, with it, apart from those interrupted (stopped, not
+    failed: the same command fits them again)."""
+    columns = ["corpus", "model", "seed", "error"]
+    failed, interrupted = failed_runs(data.runs), interrupted_runs(data.runs)
+    blocks = []
+    if not failed.empty:
+        blocks.append(ReportTable(failed[columns].reset_index(drop=True), title="failed: ended in an error"))
+    if not interrupted.empty:
+        blocks.append(ReportTable(interrupted[columns].reset_index(drop=True),
+                                  title="interrupted: stopped before finishing; rerunning the same command fits them"))
+    if not blocks:
         return None
-    return Section("Failed runs", (ReportTable(failed[["corpus", "model", "seed", "error"]].reset_index(drop=True)),))
+    title = {(True, False): "Failed runs", (False, True): "Interrupted runs"}.get(
+        (not failed.empty, not interrupted.empty), "Failed and interrupted runs")
+    return Section(title, tuple(blocks))

@@ -23,6 +23,9 @@ from topicbench.core.validation import InputError
 
 FINISHED = "FINISHED"
 RUNNING = "RUNNING"
+#: MLflow's state of a run stopped by Ctrl-C or SIGTERM (or left RUNNING by a process that died):
+#: interrupted, not failed; the same command fits it again.
+INTERRUPTED = "KILLED"
 
 
 @dataclass(frozen=True)
@@ -114,6 +117,15 @@ class ReportTable:
 
 def finished_runs(runs: pd.DataFrame) -> pd.DataFrame:
     return runs[runs.status == FINISHED]
+
+
+def failed_runs(runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs that ended in an error (not finished, not running, not interrupted)."""
+    return runs[~runs.status.isin([FINISHED, RUNNING, INTERRUPTED])]
+
+
+def interrupted_runs(runs: pd.DataFrame) -> pd.DataFrame:
+    return runs[runs.status == INTERRUPTED]
 
 
 def estimate(values, expected: int | None = None, scored_at: int | None = None) -> Estimate | None:
@@ -359,25 +371,29 @@ def _topic_row(model: str, records: list, topics: int, words: int, scored_by) ->
 
 @dataclass(frozen=True)
 class RunStatus:
-    """How far an experiment is: runs by state, and the (model, corpus) pairs with fewer finished
-    seeds than the config asks for (None where the config is unknown)."""
+    """How far an experiment is: runs by state (``failed``: ended in an error; ``interrupted``:
+    stopped by Ctrl-C, SIGTERM or a dead process, fitted again by a rerun), and the (model,
+    corpus) pairs with fewer finished seeds than the config asks for (None where the config is
+    unknown)."""
 
     finished: int
     failed: int
     running: tuple
     expected: int | None
     pending: tuple | None
+    interrupted: int = 0
 
 
 def run_status(runs: pd.DataFrame, corpora=None, models=None, seeds=None) -> RunStatus:
     """Count the runs; with the config's corpora, models and seeds, name the pairs not done yet."""
     done = finished_runs(runs)
     running = runs[runs.status == RUNNING]
-    failed = runs[(runs.status != FINISHED) & (runs.status != RUNNING)]
+    counts = {"failed": len(failed_runs(runs)), "interrupted": len(interrupted_runs(runs))}
     running_pairs = tuple(dict.fromkeys(f"{m}@{c}" for c, m in zip(running.corpus, running.model)))
     if not (corpora and models and seeds):
-        return RunStatus(len(done), len(failed), running_pairs, None, None)
+        return RunStatus(len(done), running=running_pairs, expected=None, pending=None, **counts)
     finished_seeds = done.groupby(["corpus", "model"]).seed.nunique()
     pending = tuple(f"{model}@{corpus}" for corpus in corpora for model in models
                     if finished_seeds.get((corpus, model), 0) < len(seeds))
-    return RunStatus(len(done), len(failed), running_pairs, len(corpora) * len(models) * len(seeds), pending)
+    return RunStatus(len(done), running=running_pairs, expected=len(corpora) * len(models) * len(seeds),
+                     pending=pending, **counts)

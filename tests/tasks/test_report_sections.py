@@ -58,6 +58,24 @@ def test_the_lead_names_the_pairs_that_are_not_finished():
     assert "gibbs@c2, elda@c2, bertopic@c2, gibbs@c1" in report.lead[1]
 
 
+def test_interrupted_runs_are_told_apart_from_failed_ones():
+    stopped = {"corpus": "c2", "model": "gibbs", "seed": 2, "error": "the benchmark stopped: SIGTERM", "status": "KILLED"}
+    broken = {"corpus": "c1", "model": "elda", "seed": 2, "error": "ValueError: boom", "status": "FAILED"}
+    runs = pd.concat([_runs(), pd.DataFrame([stopped, broken])], ignore_index=True)
+    report = build_report(ReportData(runs=runs, experiment="x", command="cmd", config=CONFIG), ["failed_runs"])
+    assert report.lead[0].startswith("12 finished runs (2 corpora, 3 models, seeds [0, 1]); 1 failed, "
+                                      "1 interrupted (a rerun of the same command fits them again). Generated")
+    (section,) = report.sections
+    failed, interrupted = section.blocks
+    assert section.title == "Failed and interrupted runs"
+    assert failed.title.startswith("failed") and failed.cells.to_dict("records") == [
+        {key: broken[key] for key in ("corpus", "model", "seed", "error")}]
+    assert interrupted.title.startswith("interrupted") and interrupted.cells.model.tolist() == ["gibbs"]
+    only_stopped = pd.concat([_runs(), pd.DataFrame([stopped])], ignore_index=True)
+    report = build_report(ReportData(runs=only_stopped, experiment="x", command="cmd", config=CONFIG), ["failed_runs"])
+    assert "; 0 failed, 1 interrupted" in report.lead[0] and report.sections[0].title == "Interrupted runs"
+
+
 def test_sections_are_chosen_by_name_and_unknown_names_list_the_choices():
     data = ReportData(runs=_runs(), experiment="x", command="cmd", config=CONFIG)
     report = build_report(data, ["fit_time"])

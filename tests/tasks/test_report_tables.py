@@ -101,9 +101,10 @@ def test_ranking_agreement_gives_tau_the_number_of_flips_and_the_largest_first()
 def test_run_status_names_the_pairs_not_finished_and_those_running():
     runs = _runs([{"corpus": "c", "model": "a", "seed": s} for s in (0, 1)] + [{"corpus": "c", "model": "b", "seed": 0}])
     runs = pd.concat([runs, pd.DataFrame([{"status": "RUNNING", "corpus": "c", "model": "b", "seed": 1},
-                                          {"status": "FAILED", "corpus": "d", "model": "a", "seed": 0}])])
+                                          {"status": "FAILED", "corpus": "d", "model": "a", "seed": 0},
+                                          {"status": "KILLED", "corpus": "d", "model": "a", "seed": 1}])])
     status = run_status(runs, corpora=["c", "d"], models=["a", "b"], seeds=[0, 1])
-    assert status.finished == 3 and status.failed == 1 and status.expected == 8
+    assert status.finished == 3 and status.failed == 1 and status.interrupted == 1 and status.expected == 8
     assert status.pending == ("b@c", "a@d", "b@d") and status.running == ("b@c",)
     assert run_status(runs).pending is None
 
