@@ -170,13 +170,14 @@ def report_lead(data: ReportData) -> tuple:
         lines.append(
             f"Status: {status.finished} of the config's {status.expected} fits are finished. Not finished yet "
             f"(fewer than {len(config['seeds'])} seeds): {', '.join(status.pending)}"
-            + (f"; being fitted now: {'all of them' if len(running) == len(status.pending) else ', '.join(running)}"
+            + (f"; claimed by a benchmark still running (fitting or queued): "
+               f"{'all of them' if len(running) == len(status.pending) else ', '.join(running)}"
                if running else "")
             + ". Rows for these are missing or rest on fewer seeds; rerunning the same command resumes the "
             "benchmark and re-renders this report."
         )
     elif status.running:
-        lines.append(f"Being fitted now: {', '.join(status.running)}.")
+        lines.append(f"Claimed by a benchmark still running (fitting or queued): {', '.join(status.running)}.")
     return tuple(lines)
 
 

@@ -56,6 +56,9 @@ def test_the_lead_names_the_pairs_that_are_not_finished():
     assert report.lead[0].startswith("12 finished runs (2 corpora, 3 models, seeds [0, 1]); 0 failed.")
     assert "12 of the config's 18 fits are finished" in report.lead[1]
     assert "gibbs@c2, elda@c2, bertopic@c2, gibbs@c1" in report.lead[1]
+    queued = pd.concat([_runs(), pd.DataFrame([{"status": "RUNNING", "corpus": "c1", "model": "gibbs", "seed": 2}])])
+    report = build_report(ReportData(runs=queued, experiment="x", command="cmd", config=CONFIG), ["coherence"])
+    assert "; claimed by a benchmark still running (fitting or queued): gibbs@c1." in report.lead[1]
 
 
 def test_interrupted_runs_are_told_apart_from_failed_ones():
