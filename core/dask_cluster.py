@@ -3,7 +3,7 @@
 Shared by parallel E-LDA's shard executor (:mod:`.dask_shards`) and the benchmark's Dask task
 runner (``flows/runtime.py``), so both start the same cluster: worker processes with one thread
 each on 127.0.0.1, no dashboard (Dask's ``/health`` and ``/metrics`` still answer, on 127.0.0.1
-only), scratch space in the temporary folder. Nothing here imports Dask
+only, on a free port), scratch space in the temporary folder. Nothing here imports Dask
 at module import: only a caller that starts a cluster pays for it.
 
 This module is also the local workers' preload: :func:`dask_setup` runs in each worker process
@@ -42,10 +42,12 @@ def local_cluster_options(n_workers: int | None = None) -> dict:
         "threads_per_worker": 1,
         "processes": True,
         "host": "127.0.0.1",
-        "dashboard_address": None,
+        # no dashboard, and Dask's /health and /metrics on a free port (None would still take
+        # 8787, and a second benchmark on this machine would print Dask's "already in use" warning)
+        "dashboard_address": "127.0.0.1:0",
         "local_directory": tempfile.gettempdir(),  # keep dask-scratch-space out of the repo
         "config": LOCAL_WORKER_CONFIG,  # to each worker's nanny
-        "preload": [*dask.config.get("distributed.worker.preload"), __name__],  # dask_setup, below
+        "preload": [*dask.config.get("distributed.worker.preload", default=[]), __name__],  # dask_setup, below
     }
 
 

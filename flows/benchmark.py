@@ -16,6 +16,7 @@ their claim ends otherwise than FINISHED, so that every run ends done whichever 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import socket
 import time
@@ -43,6 +44,7 @@ from .config import BenchmarkConfig, CorpusSpec, ModelSpec
 from .console import CONSOLE
 from .progress import live_progress
 from .runtime import prefect_defaults, shared_prefect_server, task_runner, uses_worker_processes
+from .worker_progress import showing_worker_progress
 
 logger = logging.getLogger(__name__)
 
@@ -168,7 +170,9 @@ def fit_jobs(jobs: list, config: BenchmarkConfig, tracker: Tracker, parent: str,
     ``splits`` maps each corpus name to its (fitting corpus, held-out corpus or None)."""
     claims = tracker.claim_jobs(parent, jobs)
     finished, held, todo = _sort_claims(jobs, claims, log)
-    with live_progress(len(todo), log) as progress, listening(progress):
+    # the Dask client (a cluster's start) only where something is fitted here
+    workers = showing_worker_progress if todo or held else lambda _: contextlib.nullcontext()
+    with live_progress(len(todo), log) as progress, listening(progress), workers(progress):
         _run_claimed(todo, claims, config, tracker, splits, progress, log, ledger)
         done_elsewhere = _wait_for_others(held, parent, config, tracker, splits, progress, log, ledger)
     if ledger.store_gone is not None:

@@ -1,5 +1,6 @@
-"""The live progress of a benchmark: runs done of total, the fits running now (with their step,
-where the fit runs in this process), the time elapsed and an estimate of the time left.
+"""The live progress of a benchmark: runs done of total, the fits running now with their step (in
+this process, or on Dask workers through :mod:`.worker_progress`), the runs being scored, the time
+elapsed and an estimate of the time left.
 
 On a terminal it is one line redrawn in place (:class:`TerminalLine`); elsewhere (CI, nohup, a
 pipe) a log line at most every :data:`PLAIN_INTERVAL_SECONDS` (:class:`PeriodicLogLines`).
@@ -21,6 +22,8 @@ REFRESH_SECONDS = 0.5
 #: Seconds between two progress lines when the console is not a terminal.
 PLAIN_INTERVAL_SECONDS = 30.0
 _ERASE_LINE = "\r\x1b[2K"
+#: The state of a run whose fit has ended and which is being scored and logged.
+SCORING = "scoring"
 
 
 class BenchmarkProgress:
@@ -45,11 +48,14 @@ class BenchmarkProgress:
 
     def fit_advanced(self, label: str, step: int, total: int, loss=None) -> None:
         with self._lock:
-            self.running[label] = (step, total, loss)
+            if label in self.running:  # not a late event of a fit whose run has ended
+                self.running[label] = (step, total, loss)
 
     def fit_ended(self, label: str) -> None:
+        """The fit is trained; its run is being scored and logged until :meth:`run_done`."""
         with self._lock:
-            self.running.pop(label, None)
+            if label in self.running:  # not a late event of a run that has ended
+                self.running[label] = SCORING
 
     def run_done(self, label: str, *, failed: bool = False) -> None:
         """A run has ended (scored and logged, or failed)."""
@@ -68,7 +74,9 @@ class BenchmarkProgress:
         if self.done >= self.total:
             return 0.0
         with self._lock:
-            shares = [step / total for step, total, _ in filter(None, self.running.values()) if total > 0]
+            states = list(self.running.values())
+        shares = [1.0 if state == SCORING else state[0] / state[1]
+                  for state in states if state == SCORING or (state is not None and state[1] > 0)]
         work_done = self.done + sum(min(share, 1.0) for share in shares)
         if work_done <= 0:
             return None
@@ -79,8 +87,11 @@ class BenchmarkProgress:
         with self._lock:
             running = dict(self.running)
         parts = [f"runs {self.done}/{self.total} done" + (f" ({self.failed} failed)" if self.failed else "")]
-        if running:
-            parts.append("fitting " + ", ".join(_fit_text(label, state) for label, state in running.items()))
+        fitting = {label: state for label, state in running.items() if state != SCORING}
+        if fitting:
+            parts.append("fitting " + ", ".join(_fit_text(label, state) for label, state in fitting.items()))
+        if len(fitting) < len(running):
+            parts.append("scoring " + ", ".join(label for label, state in running.items() if state == SCORING))
         left = self.seconds_left()
         parts.append(f"{format_duration(self.elapsed())} elapsed, "
                      + ("time left unknown until some work is done" if left is None else f"~{format_duration(left)} left"))

@@ -1,5 +1,7 @@
 """Where a fit's progress goes: to the benchmark's live display when the fit runs in the flow's
-own process, else (a Dask worker process) to the task's run logger, at most every ~10%.
+own process; from a Dask worker, to the task's run logger at most every ~10%, and as Dask events
+(at most one a second) that the flow's display subscribes to
+(:func:`topicbench.flows.worker_progress.showing_worker_progress`).
 
 The flow registers its display with :func:`listening`; a fit task reports through
 :func:`fit_progress`. A listener has three methods: ``fit_started(label)``,
@@ -12,6 +14,7 @@ import contextlib
 import logging
 import math
 import threading
+import time
 
 from .abandoned import stop_if_abandoned
 
@@ -19,6 +22,12 @@ logger = logging.getLogger(__name__)
 
 #: Fraction of a fit between two progress lines of a fit that no display in its process shows.
 LOG_FRACTION = 0.10
+#: The Dask event topic of the fits' progress on workers: messages ``{"event": "started" |
+#: "advanced" | "ended", "label", "step", "total", "loss"}``.
+WORKER_PROGRESS_TOPIC = "topicbench-fit-progress"
+#: Seconds between two progress events of one fit (its last step is always sent): a fit may
+#: step thousands of times a second, and each event crosses the network twice.
+EVENT_SECONDS = 1.0
 
 _listener = None
 _listener_lock = threading.Lock()
@@ -48,13 +57,58 @@ def fit_progress(label: str):
     """
     listener = _listener
     if listener is None:  # a Dask worker's fit: it also stops when its run is gone
-        yield stop_if_abandoned(ThrottledProgressLog(label, _run_logger()), label)
+        with _published_to_the_flow(label, ThrottledProgressLog(label, _run_logger())) as on_progress:
+            yield stop_if_abandoned(on_progress, label)
         return
     listener.fit_started(label)
     try:
         yield lambda step, total, loss=None: listener.fit_advanced(label, step, total, loss)
     finally:
         listener.fit_ended(label)
+
+
+@contextlib.contextmanager
+def _published_to_the_flow(label: str, on_progress):
+    """``on_progress`` that also sends the fit's steps as :data:`WORKER_PROGRESS_TOPIC` events
+    when it runs on a Dask worker (its start and end too); ``on_progress`` itself elsewhere."""
+    log_event = _worker_event_log()
+    if log_event is None:
+        yield on_progress
+        return
+    log_event({"event": "started", "label": label})
+    try:
+        yield EventThrottle(label, log_event, on_progress)
+    finally:
+        log_event({"event": "ended", "label": label})
+
+
+def _worker_event_log():
+    """The Dask worker's ``log_event`` bound to :data:`WORKER_PROGRESS_TOPIC`; None outside a worker."""
+    try:
+        from distributed import get_worker
+
+        worker = get_worker()
+    except (ImportError, ValueError):  # no distributed, or not in a worker
+        return None
+    return lambda message: worker.log_event(WORKER_PROGRESS_TOPIC, message)
+
+
+class EventThrottle:
+    """``on_progress(step, total, loss)`` that calls ``then`` and sends an "advanced" event through
+    ``log_event`` at most once per ``seconds`` (and at the last step)."""
+
+    def __init__(self, label: str, log_event, then, seconds: float = EVENT_SECONDS, clock=time.monotonic):
+        self.label, self.log_event, self.then, self.seconds, self.clock = label, log_event, then, seconds, clock
+        self._next = clock()
+
+    def __call__(self, step: int, total: int, loss=None) -> None:
+        self.then(step, total, loss)
+        now = self.clock()
+        if now >= self._next or step == total:
+            self._next = now + self.seconds
+            finite = loss is not None and math.isfinite(loss)
+            self.log_event({"event": "advanced", "label": self.label, "step": int(step), "total": int(total),
+                            "loss": float(loss) if finite else None})
 
 
 class ThrottledProgressLog:

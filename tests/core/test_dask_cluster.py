@@ -102,3 +102,19 @@ def test_a_local_cluster_listens_on_127_0_0_1_only():
         workers = len(cluster.scheduler_info["workers"])
     assert workers == 1 and len(listening) >= 3, listening  # the scheduler, the nanny, the worker
     assert {address.ip for address in listening} == {"127.0.0.1"}, listening
+
+
+@pytest.mark.slow
+def test_two_local_clusters_on_one_machine_start_without_a_port_warning():
+    """A second benchmark beside a first (a paper run in the background): no Dask warning on the
+    console that a port is taken."""
+    import warnings
+
+    from topicbench.core.dask_cluster import start_local_cluster
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with start_local_cluster(1) as first, start_local_cluster(1) as second:
+            addresses = {first.scheduler_address, second.scheduler_address}
+    assert len(addresses) == 2
+    assert not [w for w in caught if "already in use" in str(w.message)], [str(w.message) for w in caught]

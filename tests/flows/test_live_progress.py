@@ -72,7 +72,10 @@ def test_running_fits_show_their_step_and_loss():
     assert "fitting gibbs_lda@lee seed 0 300/1000 loss 8.548, elda@lee seed 0 |" in progress.status_line()
     progress.fit_ended("elda@lee seed 0")
     progress.run_done("gibbs_lda@lee seed 0")
-    assert "fitting" not in progress.status_line()
+    line = progress.status_line()
+    assert "fitting" not in line and "| scoring elda@lee seed 0 |" in line  # trained, not yet scored and logged
+    progress.run_done("elda@lee seed 0")
+    assert "scoring" not in progress.status_line()
 
 
 def test_the_time_left_counts_the_share_a_running_fit_has_made():
@@ -84,6 +87,8 @@ def test_the_time_left_counts_the_share_a_running_fit_has_made():
     progress.fit_advanced("a", 250, 1000, None)  # a quarter of one run in 10 s
     assert progress.seconds_left() == pytest.approx(70.0)  # 1.75 runs left at 40 s a run
     progress.fit_advanced("a", 1000, 1000, None)
+    progress.fit_ended("a")
+    assert progress.seconds_left() == pytest.approx(10.0)  # trained: its share stays while it is scored
     progress.run_done("a")
     assert progress.seconds_left() == pytest.approx(10.0)
     assert "fitting" not in progress.status_line()
