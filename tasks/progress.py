@@ -90,7 +90,14 @@ def _worker_event_log():
         worker = get_worker()
     except (ImportError, ValueError):  # no distributed, or not in a worker
         return None
-    return lambda message: worker.log_event(WORKER_PROGRESS_TOPIC, message)
+
+    def send(message: dict) -> None:
+        try:
+            worker.log_event(WORKER_PROGRESS_TOPIC, message)
+        except Exception as error:  # a closing worker's loop: the display misses a step, the fit goes on
+            logger.debug("progress event not sent: %s", error)
+
+    return send
 
 
 class EventThrottle:
