@@ -170,9 +170,8 @@ def fit_jobs(jobs: list, config: BenchmarkConfig, tracker: Tracker, parent: str,
     ``splits`` maps each corpus name to its (fitting corpus, held-out corpus or None)."""
     claims = tracker.claim_jobs(parent, jobs)
     finished, held, todo = _sort_claims(jobs, claims, log)
-    # the Dask client (a cluster's start) only where something is fitted here
-    workers = showing_worker_progress if todo or held else lambda _: contextlib.nullcontext()
-    with live_progress(len(todo), log) as progress, listening(progress), workers(progress):
+    with live_progress(len(todo), log) as progress, listening(progress), \
+            (showing_worker_progress(progress) if todo or held else contextlib.nullcontext()):  # no cluster start for nothing
         _run_claimed(todo, claims, config, tracker, splits, progress, log, ledger)
         done_elsewhere = _wait_for_others(held, parent, config, tracker, splits, progress, log, ledger)
     if ledger.store_gone is not None:

@@ -202,7 +202,7 @@ def run_report_command(args) -> int:
     out = args.out or str(default_report_folder(args.experiment))
     check_output_folder(out, "--out (the report folder)")
     written = report(args.experiment, uri, out)
-    interrupted = f", {written['interrupted']} interrupted" if written.get("interrupted") else ""
+    interrupted = f", {written['interrupted']} interrupted" if written["interrupted"] else ""
     print(f"report: {written['markdown']} and {written['html']} ({written['finished']} runs, {written['failed']} failed"
           f"{interrupted})")
     return 0

@@ -74,10 +74,8 @@ class BenchmarkProgress:
         if self.done >= self.total:
             return 0.0
         with self._lock:
-            states = list(self.running.values())
-        shares = [1.0 if state == SCORING else state[0] / state[1]
-                  for state in states if state == SCORING or (state is not None and state[1] > 0)]
-        work_done = self.done + sum(min(share, 1.0) for share in shares)
+            shares = [_share_done(state) for state in self.running.values()]
+        work_done = self.done + sum(share for share in shares if share is not None)
         if work_done <= 0:
             return None
         return self.elapsed() / work_done * max(self.total - work_done, 0.0)
@@ -100,6 +98,16 @@ class BenchmarkProgress:
     def final_line(self) -> str:
         return (f"{self.done} of {self.total} runs done" + (f", {self.failed} failed" if self.failed else "")
                 + f" in {format_duration(self.elapsed())}")
+
+
+def _share_done(state) -> float | None:
+    """A running run's share of its work done: its fit's steps, all of it once it is scored;
+    None before the fit's first step."""
+    if state == SCORING:
+        return 1.0
+    if state is None or state[1] <= 0:
+        return None
+    return min(state[0] / state[1], 1.0)
 
 
 def _fit_text(label: str, state) -> str:

@@ -23,7 +23,7 @@ from .report_plots import write_plots
 from .report_render import render_html, render_markdown
 from .report_sections import TOPIC_SCORES_SHOWN, Report, ReportData
 from .report_stability import StabilityFindings, collect_stability
-from .report_tables import failed_runs, interrupted_runs
+from .report_tables import FINISHED, failed_runs, interrupted_runs
 from .artifacts import TOPIC_SCORES
 from .fit_record import score_key
 from .run_claims import FIT_ROLE, PARENT_ROLE
@@ -58,7 +58,7 @@ def collect_runs(tracking_uri: str, experiment: str) -> pd.DataFrame:
         row.update({score_key(name): value for name, value in run.data.metrics.items()})
         row["changed_settings"] = tags.get("topicbench.changed_settings", "")
         row["training_loss_kind"] = tags.get("topicbench.training_loss_kind", "")
-        if tags.get("model_class") == "elda" and run.info.status == "FINISHED":
+        if tags.get("model_class") == "elda" and run.info.status == FINISHED:
             row["topics_json"] = _topics_artifact(client, run.info.run_id)
         if "training_loss" in run.data.metrics:
             history = sorted(client.get_metric_history(run.info.run_id, "training_loss"), key=lambda m: m.step)
@@ -79,7 +79,7 @@ def _latest_attempts(runs) -> list:
     for run in runs:
         key = run.data.tags.get("topicbench.run_key") or run.info.run_id
         kept = chosen.get(key)
-        if kept is None or (run.info.status == "FINISHED" and kept.info.status != "FINISHED"):
+        if kept is None or (run.info.status == FINISHED and kept.info.status != FINISHED):
             chosen[key] = run
     return list(chosen.values())
 
@@ -90,7 +90,7 @@ def _with_first_seed_topics(client, frame: pd.DataFrame) -> pd.DataFrame:
     the run's topic-document matrix can be read and its own ``scores`` where the run logged them."""
     frame = frame.copy()
     frame["topics_json"] = frame["topics_json"].astype(object) if "topics_json" in frame else None
-    done = frame[frame.status == "FINISHED"]
+    done = frame[frame.status == FINISHED]
     for _, group in done.groupby(["corpus", "model"]):
         index = group.seed.idxmin()
         text = frame.at[index, "topics_json"]

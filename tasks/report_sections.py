@@ -145,6 +145,10 @@ def build_report(data: ReportData, sections=DEFAULT_REPORT_SECTIONS) -> Report:
     return Report(f"topicbench report — {data.experiment}", report_lead(data), tuple(s for s in built if s is not None))
 
 
+#: What a RUNNING run is: a benchmark claims every run before its workers reach them.
+CLAIMED = "claimed by a benchmark still running (fitting or queued)"
+
+
 def _counted(count: int, one: str, many: str) -> str:
     return f"{count} {one if count == 1 else many}"
 
@@ -170,14 +174,13 @@ def report_lead(data: ReportData) -> tuple:
         lines.append(
             f"Status: {status.finished} of the config's {status.expected} fits are finished. Not finished yet "
             f"(fewer than {len(config['seeds'])} seeds): {', '.join(status.pending)}"
-            + (f"; claimed by a benchmark still running (fitting or queued): "
-               f"{'all of them' if len(running) == len(status.pending) else ', '.join(running)}"
+            + (f"; {CLAIMED}: {'all of them' if len(running) == len(status.pending) else ', '.join(running)}"
                if running else "")
             + ". Rows for these are missing or rest on fewer seeds; rerunning the same command resumes the "
             "benchmark and re-renders this report."
         )
     elif status.running:
-        lines.append(f"Claimed by a benchmark still running (fitting or queued): {', '.join(status.running)}.")
+        lines.append(f"{CLAIMED.capitalize()}: {', '.join(status.running)}.")
     return tuple(lines)
 
 
@@ -395,16 +398,11 @@ def elda_topics_section(data: ReportData) -> Section | None:
 def failed_runs_section(data: ReportData) -> Section | None:
     """The runs that ended in an error, with it, apart from those interrupted (stopped, not
     failed: the same command fits them again)."""
-    columns = ["corpus", "model", "seed", "error"]
-    failed, interrupted = failed_runs(data.runs), interrupted_runs(data.runs)
-    blocks = []
-    if not failed.empty:
-        blocks.append(ReportTable(failed[columns].reset_index(drop=True), title="failed: ended in an error"))
-    if not interrupted.empty:
-        blocks.append(ReportTable(interrupted[columns].reset_index(drop=True),
-                                  title="interrupted: stopped before finishing; rerunning the same command fits them"))
-    if not blocks:
+    kinds = (("failed", "ended in an error", failed_runs(data.runs)),
+             ("interrupted", "stopped before finishing; rerunning the same command fits them", interrupted_runs(data.runs)))
+    shown = [(kind, meaning, runs) for kind, meaning, runs in kinds if not runs.empty]
+    if not shown:
         return None
-    title = {(True, False): "Failed runs", (False, True): "Interrupted runs"}.get(
-        (not failed.empty, not interrupted.empty), "Failed and interrupted runs")
-    return Section(title, tuple(blocks))
+    return Section(" and ".join(kind for kind, _, _ in shown).capitalize() + " runs", tuple(
+        ReportTable(runs[["corpus", "model", "seed", "error"]].reset_index(drop=True), title=f"{kind}: {meaning}")
+        for kind, meaning, runs in shown))

@@ -378,22 +378,21 @@ class RunStatus:
 
     finished: int
     failed: int
+    interrupted: int
     running: tuple
     expected: int | None
     pending: tuple | None
-    interrupted: int = 0
 
 
 def run_status(runs: pd.DataFrame, corpora=None, models=None, seeds=None) -> RunStatus:
     """Count the runs; with the config's corpora, models and seeds, name the pairs not done yet."""
     done = finished_runs(runs)
     running = runs[runs.status == RUNNING]
-    counts = {"failed": len(failed_runs(runs)), "interrupted": len(interrupted_runs(runs))}
+    ended = (len(done), len(failed_runs(runs)), len(interrupted_runs(runs)))
     running_pairs = tuple(dict.fromkeys(f"{m}@{c}" for c, m in zip(running.corpus, running.model)))
     if not (corpora and models and seeds):
-        return RunStatus(len(done), running=running_pairs, expected=None, pending=None, **counts)
+        return RunStatus(*ended, running_pairs, None, None)
     finished_seeds = done.groupby(["corpus", "model"]).seed.nunique()
     pending = tuple(f"{model}@{corpus}" for corpus in corpora for model in models
                     if finished_seeds.get((corpus, model), 0) < len(seeds))
-    return RunStatus(len(done), running=running_pairs, expected=len(corpora) * len(models) * len(seeds),
-                     pending=pending, **counts)
+    return RunStatus(*ended, running_pairs, len(corpora) * len(models) * len(seeds), pending)

@@ -11,6 +11,8 @@ from topicbench.flows.progress import BenchmarkProgress
 from topicbench.flows.worker_progress import forward_event, showing_worker_progress
 from topicbench.tasks.progress import EventThrottle, fit_progress
 
+from progress_listener import Recorder
+
 
 class Clock:
     def __init__(self):
@@ -18,20 +20,6 @@ class Clock:
 
     def __call__(self):
         return self.now
-
-
-class Recorder:
-    def __init__(self):
-        self.events = []
-
-    def fit_started(self, label):
-        self.events.append(("started", label))
-
-    def fit_advanced(self, label, step, total, loss):
-        self.events.append(("advanced", label, step, total, loss))
-
-    def fit_ended(self, label):
-        self.events.append(("ended", label))
 
 
 def test_a_fit_sends_at_most_one_event_a_second_and_always_its_last_step():
@@ -87,7 +75,7 @@ def test_a_fit_on_a_dask_worker_process_is_shown_by_the_flows_display(monkeypatc
                 time.sleep(0.05)
     kinds = [event[0] for event in recorder.events]
     assert kinds[0] == "started" and kinds[-1] == "ended", recorder.events
-    steps = [event[2] for event in recorder.events if event[0] == "advanced"]
+    steps = [event[2] for event in recorder.events if event[0] == "step"]
     assert steps[0] == 1 and steps[-1] == 150 and steps == sorted(steps)
     assert len(steps) <= 5, steps  # 1.5 s of steps: about one event a second, not 150
 

@@ -9,6 +9,7 @@ import pytest
 from topicbench.tasks.fit import fit_model
 from topicbench.tasks.progress import ThrottledProgressLog, fit_progress, listening
 
+from progress_listener import Recorder
 
 
 class Messages:
@@ -17,20 +18,6 @@ class Messages:
 
     def info(self, message, *args):
         self.lines.append(message % args)
-
-
-class Recorder:
-    def __init__(self):
-        self.events = []
-
-    def fit_started(self, label):
-        self.events.append(("started", label))
-
-    def fit_advanced(self, label, step, total, loss):
-        self.events.append(("step", label, step, total))
-
-    def fit_ended(self, label):
-        self.events.append(("ended", label))
 
 
 def test_a_fit_without_a_display_logs_every_tenth_and_its_last_step():
