@@ -5,7 +5,8 @@ run key and its owner (host, pid, process start time), whose heartbeat the flow 
 Concurrent processes on one store thereby fit each run key once (:meth:`RunClaims.claim`), and the
 RUNNING runs of a process that died are recognised as stale, marked KILLED and fitted again. On
 sqlite, claims are made under a lock file beside the database (:func:`store_lock`); elsewhere
-the earliest live claim of a key wins. A process that stops ends its open runs
+the earliest live claim of a key wins, unless a later one has already decided that it won (its
+check ran before the earlier claim reached the store: :meth:`RunClaims.claim`). A process that stops ends its open runs
 (:meth:`RunClaims.abandon`).
 """
 
@@ -32,6 +33,8 @@ PARENT_ROLE, FIT_ROLE, STUDY_ROLE = "benchmark", "fit", "search"
 OWNER_HOST, OWNER_PID, OWNER_STARTED = "topicbench.owner_host", "topicbench.owner_pid", "topicbench.owner_started"
 HEARTBEAT, RUN_KEY, ERROR_TAG = "topicbench.heartbeat", "topicbench.run_key", "topicbench.error"
 END_REASON = "topicbench.end_reason"
+#: Tagged "won" on a claim once the check after its creation kept it (before its fit starts).
+CLAIM_DECISION = "topicbench.claim_decision"
 
 #: Seconds between two heartbeats of a process's RUNNING runs.
 HEARTBEAT_SECONDS = 30.0
@@ -49,6 +52,11 @@ ABANDON_RETRY_PAUSE = 0.5
 #: Seconds an interrupted benchmark gives a tracking server to answer ``/health`` before it
 #: leaves its runs to the next run's stale sweep rather than wait on a server that is gone.
 ABANDON_PROBE_SECONDS = 2.0
+#: How long a claim waits for a later rival claim, seen by its check, to decide (withdraw or
+#: win) before giving way to it, and the pause between looks. A rival decides with one search
+#: of the store; giving way is always safe (the key is claimed again once it is free).
+CLAIM_DECISION_SECONDS = 60.0
+CLAIM_DECISION_POLL = 0.2
 #: The key of the PostgreSQL advisory lock that :func:`creation_lock` takes.
 CREATION_LOCK_KEY = 7_242_019_511
 
@@ -234,10 +242,16 @@ class RunClaims:
 
     def claim(self, parent_id: str, job) -> Claim:
         """Claim ``job``'s run key: create its nested run RUNNING, then keep it only if no FINISHED
-        run of the key exists and it is the earliest (start time, run id) live claim of the key.
+        run of the key exists, it is the earliest (start time, run id) live claim of the key, and
+        no later live claim of the key has decided it won (:data:`CLAIM_DECISION`).
 
         The check after the creation resolves races between processes on stores without a lock
-        (an MLflow server); on sqlite the caller holds :func:`store_lock`, so none arise.
+        (an MLflow server); on sqlite the caller holds :func:`store_lock`, so none arise. Of two
+        racing claims at least one check sees the other; the earliest alone does not settle it,
+        as a start time is the client's clock when it sent the request: a claim that reached the
+        store late can be the earliest and yet unseen by a later claim's check, which kept it. So
+        a claim that sees later rivals waits for each to withdraw or win (they never wait for
+        earlier ones, so no two wait on each other).
         """
         before = self._decisive_runs(job.key)
         if before:
@@ -255,9 +269,29 @@ class RunClaims:
         self.open_runs.add(run_id)
         rivals = self._decisive_runs(job.key)
         if rivals and (any(r.info.status == "FINISHED" for r in rivals)
-                       or min(_claim_order(r) for r in rivals) < _claim_order(run)):
+                       or min(_claim_order(r) for r in rivals) < _claim_order(run)
+                       or not self._rivals_withdraw(rivals)):
             return self._lost(run_id, rivals)
+        self.client.set_tag(run_id, CLAIM_DECISION, "won")
         return Claim(run_id=run_id)
+
+    def _rivals_withdraw(self, later: list) -> bool:
+        """Whether every one of the ``later`` claims (all of them created after ours, as ranked by
+        :func:`_claim_order`) withdraws; False at once when one has won, or when one is still
+        undecided after :data:`CLAIM_DECISION_SECONDS` (a claim made before decisions were
+        tagged, or an owner on another host that died deciding)."""
+        deadline = time.monotonic() + CLAIM_DECISION_SECONDS
+        waiting = [run.info.run_id for run in later]
+        while True:
+            runs = [self.client.get_run(run_id) for run_id in waiting]
+            if any(run.data.tags.get(CLAIM_DECISION) == "won" for run in runs):
+                return False
+            waiting = [run.info.run_id for run in runs if run.info.status == "RUNNING" and stale_reason(run) is None]
+            if not waiting:
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(CLAIM_DECISION_POLL)
 
     def kill_stale_runs(self) -> list:
         """Mark KILLED every RUNNING run of the experiment (parents and nested runs) whose owner is

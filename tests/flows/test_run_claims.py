@@ -11,6 +11,7 @@ import re
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -147,6 +148,79 @@ def test_a_race_without_a_lock_is_won_by_the_earliest_claim(store, other_process
     runs = runs_by_status(store)
     assert set(runs) == {"RUNNING"} and [r.info.run_id for r in runs["RUNNING"]] == [made["first"]]
     assert second.open_runs == set()
+
+
+def test_an_earlier_claim_that_reached_the_store_late_gives_way_to_a_later_one_that_won(store, other_process,
+                                                                                       monkeypatch):
+    """The race CI met on an MLflow server: the second claim's start time is the earlier one, but
+    its request reached the store after the first claim's check had found nothing and kept it. The
+    second's check sees a later claim that has won: it withdraws (KILLED, deleted)."""
+    first = tracker_of(store, owner_of(other_process))
+    won = first.claim("p", job()).run_id
+    assert MlflowClient(store).get_run(won).data.tags["topicbench.claim_decision"] == "won"
+    second = Tracker(store, "claims")
+    create_run = second.client.create_run
+    sent_before = MlflowClient(store).get_run(won).info.start_time - 1000
+    monkeypatch.setattr(second.client, "create_run", lambda *a, **kw: create_run(*a, **{**kw, "start_time": sent_before}))
+    monkeypatch.setattr(second, "_decisive_runs", _unseen_once(second._decisive_runs))
+    lost = second.claim("p", job())
+    assert lost.run_id is None and lost.held_by == str(first.owner)
+    runs = runs_by_status(store)
+    assert set(runs) == {"RUNNING"} and [r.info.run_id for r in runs["RUNNING"]] == [won]
+    assert second.open_runs == set()
+
+
+def _unseen_once(decisive_runs):
+    """The first look (before the creation) finds nothing: the rival's claim is not in the store yet."""
+    looks = []
+
+    def look(key):
+        looks.append(key)
+        return [] if len(looks) == 1 else decisive_runs(key)
+    return look
+
+
+def test_an_earlier_claim_keeps_the_key_when_the_later_rival_withdraws(store, other_process, monkeypatch):
+    """A later rival seen undecided is waited for: once it withdraws (KILLED), the earlier claim
+    keeps the key and records that it won."""
+    rival = tracker_of(store, owner_of(other_process))
+    ours = Tracker(store, "claims")
+    create_run = ours.client.create_run
+    made = {}
+
+    def rival_creates_meanwhile(*args, **kwargs):
+        run = create_run(*args, **kwargs)
+        made["rival"] = rival.client.create_run(
+            rival.experiment_id, tags={**kwargs["tags"], **rival.owner.tags()}, start_time=run.info.start_time + 1000,
+        ).info.run_id
+        threading.Timer(0.6, rival.client.set_terminated, (made["rival"], "KILLED")).start()
+        return run
+
+    monkeypatch.setattr(ours.client, "create_run", rival_creates_meanwhile)
+    started = time.monotonic()
+    claim = ours.claim("p", job())
+    assert claim.run_id and time.monotonic() - started >= 0.5  # it waited for the rival's decision
+    assert MlflowClient(store).get_run(claim.run_id).data.tags["topicbench.claim_decision"] == "won"
+
+
+def test_a_later_rival_that_never_decides_is_given_way_to(store, other_process, monkeypatch):
+    """A later claim left undecided (made by an older topicbench, or its owner died deciding on
+    another host) wins after CLAIM_DECISION_SECONDS: giving way is the safe side."""
+    monkeypatch.setattr("topicbench.tasks.run_claims.CLAIM_DECISION_SECONDS", 0.5)
+    rival = tracker_of(store, owner_of(other_process))
+    ours = Tracker(store, "claims")
+    create_run = ours.client.create_run
+
+    def rival_creates_meanwhile(*args, **kwargs):
+        run = create_run(*args, **kwargs)
+        rival.client.create_run(rival.experiment_id, tags={**kwargs["tags"], **rival.owner.tags()},
+                                start_time=run.info.start_time + 1000)
+        return run
+
+    monkeypatch.setattr(ours.client, "create_run", rival_creates_meanwhile)
+    lost = ours.claim("p", job())
+    assert lost.run_id is None and lost.held_by == str(rival.owner)
+    assert ours.open_runs == set()
 
 
 def test_two_jobs_of_one_config_with_one_key_both_get_their_run(store):
