@@ -149,6 +149,10 @@ def _guarded_server_class():
                     "PREFECT__SERVER_FINAL": "1",
                     **get_current_settings().to_environment_variables(exclude_unset=True),
                 },
+                # Out of the terminal's process group: Ctrl-C would stop the server at once, and the
+                # flow could then not record its own end (a minute of retries, then ConnectError).
+                # This process stops it when the block ends; the guard, when this process dies.
+                start_new_session=True,
             )
 
     return GuardedPrefectServer

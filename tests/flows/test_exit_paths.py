@@ -7,6 +7,7 @@ processes: SIGKILL mid-fit then a resume, and SIGINT / SIGTERM.
 from __future__ import annotations
 
 import contextlib
+import os
 import random
 import shutil
 import signal
@@ -267,18 +268,25 @@ def test_a_signal_ends_every_run_killed_and_stops_the_server(slow_corpus, tmp_pa
     store = f"sqlite:///{database}"
     config = write_config(tmp_path, slow_corpus, SLOW_MODELS, seeds=(0,))
     # the command itself: it turns SIGTERM into the KeyboardInterrupt of Ctrl-C, and exits at once
-    # once everything is closed (a fit running in a thread would otherwise hold its exit)
+    # once everything is closed (a fit running in a thread would otherwise hold its exit). It leads
+    # its own process group, as a terminal's foreground job does.
     process = subprocess.Popen(topicbench("run", str(config), "--tracking-uri", store, "--no-report"),
                                env=topicbench_env(tmp_path / "prefect"), cwd=tmp_path,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                               preexec_fn=with_ctrl_c_restored)
+                               preexec_fn=with_ctrl_c_restored, start_new_session=True)
     wait_for_fit_claims(database, process, 2)
     time.sleep(1.5)  # into the fits
     children = [child.pid for child in psutil.Process(process.pid).children(recursive=True)]
-    process.send_signal(signal_number)
+    if signal_number == signal.SIGINT:
+        # Ctrl-C: the terminal signals the whole group, the temporary Prefect server included
+        # unless it left the group; it must outlive the signal long enough to record the flow's end
+        os.killpg(process.pid, signal_number)
+    else:
+        process.send_signal(signal_number)  # `kill PID`
     output = process.communicate(timeout=300)[0]
     print(output)  # shown by pytest when the test fails
     assert process.returncode == 130 and "interrupted" in output, output[-3000:]
+    assert "ConnectError" not in output and "Connection refused" not in output, output[-3000:]
     assert wait_gone(children, 10) == []
     runs = all_runs(store)
     unfinished = [r for r in runs if r.info.status != "FINISHED"]
