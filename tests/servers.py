@@ -246,9 +246,27 @@ def running_llm_server(folder: Path, *, port: int | None = None, api_key: str | 
     server.url = f"http://127.0.0.1:{port}/v1"
     try:
         wait_until(lambda: _accepts(port), server, "llama.cpp's server")
+        _answers_a_chat_completion(server, alias, api_key)
         yield server
     finally:
         stop_server(server)
+
+
+def _answers_a_chat_completion(server: Server, alias: str, api_key: str | None) -> None:
+    """Ask the started server one tiny chat completion: a server that lists its models but dies
+    on its first completion (a library built for another CPU: SIGILL) fails here, naming that,
+    rather than in the middle of a test."""
+    import requests
+
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    try:
+        response = requests.post(server.url + "/chat/completions", headers=headers, timeout=START_SECONDS, json={
+            "model": alias, "messages": [{"role": "user", "content": "Reply with 1."}], "max_tokens": 1})
+        response.raise_for_status()
+    except requests.RequestException as error:
+        server.process.poll()
+        raise AssertionError(f"llama.cpp's server did not answer a chat completion ({type(error).__name__}; "
+                             f"exit code {server.process.returncode}):\n{server.log_tail()}") from None
 
 
 def prefect_server_env(home: Path) -> dict:
