@@ -1,4 +1,5 @@
-"""Corpus readers (OCTIS folder, one document a line, the built-in Lee corpus) and writers."""
+"""Corpus readers (OCTIS folder, one document a line, the built-in Lee corpus) and writers, with the
+one rule of every path topicbench writes (:func:`check_output_path`)."""
 
 from __future__ import annotations
 
@@ -123,8 +124,7 @@ def check_regular_file(path, what: str) -> Path:
     if stat.S_ISDIR(mode):
         raise InputError(f"{what} {path} is a folder; give a file")
     if not stat.S_ISREG(mode):
-        kind = "a pipe" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device"
-        raise InputError(f"{what} {path} is not a regular file (it is {kind}); give a file")
+        raise InputError(f"{what} {path} is not a regular file (it is {_kind_of(mode)}); give a file")
     return path
 
 
@@ -156,14 +156,12 @@ def _read_lines(path: Path) -> list[str]:
 
 
 def write_json(data: dict, path) -> Path:
-    """Write a JSON document (UTF-8, indented), creating parent folders; atomically."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write a JSON document (UTF-8, indented) atomically; missing parent folders are created."""
     return write_text_atomically(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
 @contextlib.contextmanager
-def replaced_atomically(path):
+def replaced_atomically(path, what: str = "output file"):
     """Yield a temporary path beside ``path`` to write; when the block ends normally it replaces
     ``path`` in one step (``os.replace``), otherwise it is removed.
 
@@ -171,26 +169,178 @@ def replaced_atomically(path):
     the previous file, or none, instead of a truncated or empty one. The temporary name keeps
     ``path``'s suffix (``np.save`` and plotting libraries go by it) and is created by the writer,
     so it gets the usual permissions.
+
+    ``path`` is checked by :func:`check_output_path` before the write and again before the
+    rename (a long write gives it time to become something else), and its missing folders are
+    created: a device, pipe or socket is never replaced, and a symbolic link to a file of the
+    user's stays a link (the file it points at is replaced). ``what`` names the path in an
+    :class:`OutputPathError`.
     """
     import uuid
 
-    path = Path(path)
-    temporary = path.with_name(f".{path.stem}.{uuid.uuid4().hex[:12]}.part{path.suffix}")
+    target = check_output_path(path, what)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = target.with_name(f".{target.stem}.{uuid.uuid4().hex[:12]}.part{target.suffix}")
     try:
         yield temporary
-        os.replace(temporary, path)
+        check_output_path(target, what)
+        os.replace(temporary, target)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
 
 
-def write_text_atomically(path, text: str) -> Path:
+def write_text_atomically(path, text: str, what: str = "output file") -> Path:
     """``path`` holding ``text`` (UTF-8), written through :func:`replaced_atomically`."""
     path = Path(path)
-    with replaced_atomically(path) as temporary:
+    with replaced_atomically(path, what) as temporary:
         temporary.write_text(text, encoding="utf-8")
     return path
+
+
+#: Where no output is written: the kernel's devices and state. Replacing ``/dev/full`` with a
+#: regular file is something root may do, so the rule cannot be left to the permissions.
+SYSTEM_FOLDERS = (Path("/dev"), Path("/proc"), Path("/sys"))
+
+
+class OutputPathError(InputError):
+    """A path topicbench was asked to write and may not: under /dev, /proc or /sys; a device,
+    pipe or socket; a symbolic link it does not write through; a folder where a file goes or the
+    reverse; or a place where nothing can be created."""
+
+
+def check_output_path(path, what: str = "output file", *, folder: bool = False) -> Path:
+    """The one rule for every path topicbench writes (``--json``, ``--parquet``, ``--out``,
+    ``--dest``, each file of a report): whether it may be written, decided before any work (by
+    the command line) and again by the writer itself.
+
+    Refused, each with an :class:`OutputPathError` naming the path and the fix:
+
+    - a path under /dev, /proc or /sys, as given or once its links are resolved;
+    - a device, a pipe (FIFO) or a socket: writing would replace it with a regular file, or block;
+    - a symbolic link that does not exist at its other end, or whose link or target is another
+      user's (a link planted in a shared folder); any other link is written through: the file
+      it points at is replaced and the link stays a link, as a shell's ``>`` does;
+    - a folder where a file goes, anything else where a folder goes;
+    - an existing file that is not writable, and a path whose nearest existing folder takes no
+      new file (tried, since ``os.access`` says yes to root on a read-only mount).
+
+    A missing parent folder is allowed when it can be created; the writers create it.
+
+    Parameters
+    ----------
+    path : str or Path
+        The path to check (``~`` is expanded).
+    what : str
+        How the message names it: ``"--json"``, ``"--out (the report folder)"``.
+    folder : bool
+        Whether ``path`` is a folder to write files into, rather than a file written whole.
+
+    Returns
+    -------
+    Path
+        The path to write: absolute, symbolic links resolved.
+    """
+    given = Path(path).expanduser()
+    resolved = Path(os.path.realpath(given))
+    _refuse_system_folders(given, resolved, what)
+    link = _status(given, what, follow=False)
+    if link is not None and stat.S_ISLNK(link.st_mode):
+        _check_symbolic_link(given, resolved, link, what)
+    found = _status(resolved, what, follow=True)
+    if found is None:
+        _check_creatable_in(resolved.parent, given, what)
+    else:
+        _check_existing(given, resolved, found.st_mode, what, folder)
+    return resolved
+
+
+def make_output_folder(path, what: str = "output folder") -> Path:
+    """The folder ``path``, checked by :func:`check_output_path` and created with its missing
+    parents; returns it resolved."""
+    folder = check_output_path(path, what, folder=True)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _refuse_system_folders(given: Path, resolved: Path, what: str) -> None:
+    for candidate in (Path(os.path.abspath(given)), resolved):
+        for system in SYSTEM_FOLDERS:
+            if candidate == system or system in candidate.parents:
+                shown = given if candidate == Path(os.path.abspath(given)) else f"{given} (which leads to {resolved})"
+                raise OutputPathError(f"{what}: cannot write in {system}: {shown} is under {system}, which holds the "
+                                      "system's devices and state, not files; choose a path outside /dev, /proc and /sys")
+
+
+def _check_symbolic_link(given: Path, resolved: Path, link: os.stat_result, what: str) -> None:
+    """A link is written through only when it and its target exist and are the user's: a link
+    another user planted (in /tmp, say) must not send the write to a file of ours."""
+    try:
+        target = os.stat(given)
+    except FileNotFoundError:
+        raise OutputPathError(f"{what}: {given} is a symbolic link to {os.readlink(given)}, which does not exist; give "
+                              "the path to write itself, or remove the link") from None
+    except OSError as error:  # a loop of links
+        raise OutputPathError(f"{what}: cannot follow the symbolic link {given}: {error.strerror or error}") from None
+    user = os.geteuid()
+    if link.st_uid != user or target.st_uid != user:
+        whose = "the link" if link.st_uid != user else "its target"
+        raise OutputPathError(f"{what}: {given} is a symbolic link to {resolved} and {whose} belongs to another user; "
+                              "a link is written through only when both are yours: give the target's path itself")
+
+
+def _status(path: Path, what: str, *, follow: bool) -> os.stat_result | None:
+    """``os.stat`` (``os.lstat`` unless ``follow``) of ``path``; None where nothing is, or a file
+    stands above it (told apart by :func:`_check_creatable_in`)."""
+    try:
+        return os.stat(path) if follow else os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as error:  # a name too long, a folder we may not enter
+        raise OutputPathError(f"{what}: cannot write {path}: {error.strerror or error}; give another path") from None
+
+
+def _check_existing(given: Path, resolved: Path, mode: int, what: str, folder: bool) -> None:
+    """What is at ``resolved`` is a folder to write into (``folder``) or a writable regular file
+    to replace, and its folder takes new files."""
+    shown = given if resolved == Path(os.path.abspath(given)) else f"{given} (which leads to {resolved})"
+    if folder and not stat.S_ISDIR(mode):
+        raise OutputPathError(f"{what}: {shown} is not a folder (it is {_kind_of(mode)}); give a folder, or a path "
+                              "that does not exist yet")
+    if stat.S_ISDIR(mode):
+        if not folder:
+            raise OutputPathError(f"{what}: {shown} is a folder; give a file name (in it, or elsewhere)")
+        _check_creatable_in(resolved, given, what)
+        return
+    if not stat.S_ISREG(mode):
+        raise OutputPathError(f"{what}: {shown} is {_kind_of(mode)}, not a regular file: it is never replaced "
+                              "or written into; give the path of a regular file, or of one that does not exist yet")
+    if not os.access(resolved, os.W_OK):  # as root always yes: the checks above do not rely on it
+        raise OutputPathError(f"{what}: {given} exists and is not writable")
+    _check_creatable_in(resolved.parent, given, what)
+
+
+def _check_creatable_in(folder: Path, given: Path, what: str) -> None:
+    """A file (or the missing folders up to it) can be created in ``folder``, or its nearest
+    existing parent."""
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise OutputPathError(f"{what}: cannot create or write {given}: {existing} is not a folder; give another path")
+    if not can_write_in(existing):
+        raise OutputPathError(f"{what}: cannot create or write {given}: {existing} is not a writable folder; give "
+                              "another path")
+
+
+def _kind_of(mode: int) -> str:
+    """What a file that is not a regular one is, as the messages say it."""
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISREG(mode):
+        return "a regular file"
+    return "a pipe" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device"
 
 
 def file_name_for(text: str, *, max_length: int = 80) -> str:
@@ -232,10 +382,10 @@ def write_octis_folder(corpus: Corpus, folder) -> Path:
     documents at a time, so a corpus of 10^6 documents writes in seconds.
     """
     folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
+    make_output_folder(folder, "the corpus folder")
     words = np.asarray(corpus.vocabulary, dtype=object)
     offsets = corpus.doc_offsets
-    with open(folder / "corpus.tsv", "w", encoding="utf-8") as out:
+    with replaced_atomically(folder / "corpus.tsv") as temporary, open(temporary, "w", encoding="utf-8") as out:
         for first in range(0, corpus.n_documents, _WRITE_CHUNK):
             last = min(first + _WRITE_CHUNK, corpus.n_documents)
             tokens = words[corpus.token_ids[offsets[first]:offsets[last]]]
@@ -245,7 +395,7 @@ def write_octis_folder(corpus: Corpus, folder) -> Path:
                 f"{_label(corpus, first + i)}\n"
                 for i in range(last - first)
             )
-    (folder / "vocabulary.txt").write_text("".join(f"{word}\n" for word in corpus.vocabulary), encoding="utf-8")
+    write_text_atomically(folder / "vocabulary.txt", "".join(f"{word}\n" for word in corpus.vocabulary))
     return folder
 
 

@@ -14,6 +14,7 @@ import re
 
 import numpy as np
 
+from .redaction import redact
 from .validation import InputError
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
@@ -145,7 +146,7 @@ def describe_error(error, where: str, *, noun: str | None = None) -> str:
 
 
 def _shown(value) -> str:
-    text = repr(value)
+    text = redact(repr(value))  # a URL's user-info or a key is never shown
     return text if len(text) <= 80 else text[:77] + "..."
 
 

@@ -55,12 +55,21 @@ class Dimension:
         if self.step is None:
             raise InputError(f"{where}: a grid needs a list or a range with a step, got {{low: {self.low}, high: {self.high}}} "
                              "(add step, or search it with sampler: tpe)")
-        count = int(math.floor((self.high - self.low) / self.step + 1e-9)) + 1
+        count = self.size()
         if count > MAX_GRID_POINTS:
             raise InputError(f"{where}: {count} values from {self.low} to {self.high} in steps of {self.step}; "
                              f"a grid takes at most {MAX_GRID_POINTS}")
         values = [self.low + i * self.step for i in range(count)]
         return tuple(int(round(v)) if self.is_integer else float(v) for v in values)
+
+    def size(self) -> int | None:
+        """How many distinct values a grid or a sampler can take: a list's length, a stepped range's
+        steps, an integer range's integers; None for a range of floats without a step (endless)."""
+        if self.values is not None:
+            return len(self.values)
+        if self.step is not None:
+            return int(math.floor((self.high - self.low) / self.step + 1e-9)) + 1
+        return int(self.high) - int(self.low) + 1 if self.is_integer else None
 
     def bounds(self) -> tuple:
         """The smallest and largest value searched (for the edge warnings)."""
@@ -99,6 +108,12 @@ class SearchSpace:
         if total > MAX_GRID_POINTS:
             raise InputError(f"{where}.{self.label}: the grid has {total} points; at most {MAX_GRID_POINTS}")
         return [dict(zip(self.names, values)) for values in itertools.product(*axes)]
+
+    def size(self) -> int | None:
+        """How many distinct points the space holds (None: endless, a range of floats without a
+        step), so that a study stops once it has asked every one."""
+        sizes = [d.size() for d in self.dimensions]
+        return None if None in sizes else math.prod(sizes)
 
     def checked_points(self, sampler: str, where: str = "search.spaces") -> list:
         """The points whose validity stands for the whole space: the grid's, or each range's ends

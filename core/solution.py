@@ -21,7 +21,7 @@ from ._kernels.records import DocLinks, Documents
 from .config import DEFAULT_TOP_WORDS, NULL_TOPIC_LOG_SCORE, OUTPUT_TOP_WORDS
 from .corpus import Corpus, segment_ids
 from .generators import Candidates
-from .io import replaced_atomically, write_text_atomically
+from .io import make_output_folder, replaced_atomically, write_text_atomically
 from .output import TopicModelOutput, topic_document_from_token_topics
 from .validation import InputError, check_budget, check_kappa
 
@@ -192,7 +192,6 @@ class Solution:
         if include_links:
             arrays = {"links": self.links, "link_gains": self.link_gains, "objective_trace": self.objective_trace}
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
         summary = self.summary(top_n)
         records = {"topics": summary.pop("topics")}
         # atomically: a full disk leaves no truncated file at the target
@@ -242,7 +241,7 @@ class Solution:
         import pandas as pd  # imported here for its import cost: only Parquet output needs it
 
         folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
+        make_output_folder(folder, "the Parquet folder")
         labels = np.asarray(self.candidates.labels, dtype=object)
         links = pd.DataFrame(
             {

@@ -54,6 +54,22 @@ def check_budget(kappa: float, n_documents: int, n_topics: int) -> int:
     return budget
 
 
+def check_num_topics_fit(num_topics: int, n_documents: int, n_words: int, *, where: str, corpus: str) -> None:
+    """Check that K topics can be fitted on a corpus of ``n_documents`` over ``n_words`` words.
+
+    A topic is told apart by the documents and words it takes, so no model can fit more topics
+    than the corpus has document-word cells (documents x vocabulary): such a K is a mistake (2000
+    for 200, a range's high end) that would only cost time and memory.
+    """
+    cells = n_documents * n_words
+    if num_topics > cells:
+        raise InputError(
+            f"{where}: K = {num_topics} topics is beyond corpus {corpus!r}, which has {n_documents} documents x "
+            f"{n_words} words = {cells} document-word cells: no model can fit more topics than that; "
+            f"give K at most {cells}"
+        )
+
+
 def check_topic_matrix(log_phi, n_words: int, *, name: str = "log_phi") -> np.ndarray:
     """Check a user-given topic matrix of log-scores, shape (topics, vocabulary)."""
     matrix = np.asarray(log_phi, dtype=np.float64)

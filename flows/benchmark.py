@@ -10,6 +10,9 @@ disk filled up, an interrupt during its logging) is kept in the spool
 (:mod:`~topicbench.tasks.spool`), whose folder the command's last line names, and the next run
 of the same config logs it without refitting. Once the store is found gone it is not waited on
 again: the fits still running are spooled as they end, and the flow then fails naming the spool.
+A spooled fit that cannot be logged is said once, in a warning naming its entry and why, and
+moved aside (:meth:`~topicbench.tasks.spool.Spool.set_aside`): its run is fitted again, and the
+benchmark goes on.
 Runs that another process holds are waited for after this process's own, and claimed again if
 their claim ends otherwise than FINISHED, so that every run ends done whichever process does it.
 """
@@ -23,22 +26,21 @@ import time
 from dataclasses import dataclass, field, replace
 
 from prefect import flow, get_run_logger
-from prefect.exceptions import TerminationSignal
 from prefect.states import Failed
 
 from topicbench.baselines.registry import MODELS
 from topicbench.core.corpus import Corpus
-from topicbench.tasks.corpus import load_corpus
+from topicbench.tasks.corpus import check_topics_fit, corpus_splits, load_corpus
 from topicbench.tasks.embeddings import embed_documents
 from topicbench.tasks.fit import fit_and_score
 from topicbench.tasks.fit_record import FitRecord
 from topicbench.tasks.progress import listening
 from topicbench.tasks.records import settings_key
-from topicbench.tasks.spool import Spool
-from topicbench.tasks.interrupts import exception_chain
+from topicbench.tasks.spool import Spool, UnusableEntry
+from topicbench.tasks.interrupts import exception_chain, raise_interrupt_behind
 from topicbench.tasks.llm_judge import judge_record
 from topicbench.tasks.store_checks import TrackingError, check_free_space, check_tracking_uri, store_unavailable
-from topicbench.tasks.tracking import Tracker, log_failed_run, log_model_run, run_record
+from topicbench.tasks.tracking import Tracker, claimed_params, log_failed_run, log_model_run, run_record
 
 from .config import BenchmarkConfig, CorpusSpec, ModelSpec
 from .console import CONSOLE
@@ -145,6 +147,7 @@ def _fit_score_and_track(config: BenchmarkConfig, tracker: Tracker, parent: str,
     then wait for those held elsewhere."""
     log = get_run_logger()
     splits = {spec.name: corpus_splits(load_corpus(spec)) for spec in config.corpora}
+    check_topics_fit(splits, [(f"model {model.name!r}: num_topics", model.num_topics) for model in config.models])
     jobs = [
         Job(spec, splits[spec.name][0], model, seed, config)
         for spec in config.corpora for model in config.models for seed in config.seeds
@@ -181,15 +184,15 @@ def fit_jobs(jobs: list, config: BenchmarkConfig, tracker: Tracker, parent: str,
 
 def _run_claimed(todo: list, claims: dict, config, tracker: Tracker, splits: dict, progress, log, ledger: Ledger):
     """Log the spooled fits of ``todo`` (fitted by an earlier run that could not log them), then fit
-    the others."""
+    the others, and those whose spooled fit cannot be logged."""
     spooled, to_fit = ledger.spool.keys(), []
     for job in todo:
         if job.key in spooled:
             spooled.discard(job.key)  # two jobs of one key: the second is fitted
-            _log_spooled(tracker, claims[job].run_id, job, ledger, log)
-            progress.run_done(job.label)
-        else:
-            to_fit.append(job)
+            if _log_spooled(tracker, claims[job].run_id, job, ledger, log):
+                progress.run_done(job.label)
+                continue
+        to_fit.append(job)
     _fit_all(to_fit, claims, config, tracker, splits, progress, log, ledger)
 
 
@@ -270,27 +273,62 @@ def _spool(ledger: Ledger, job: Job, record: FitRecord, artifacts) -> None:
     ledger.spooled.append(job.label)
 
 
-def _log_spooled(tracker: Tracker, run_id: str, job: Job, ledger: Ledger, log) -> None:
+def _log_spooled(tracker: Tracker, run_id: str, job: Job, ledger: Ledger, log) -> bool:
     """Log the spooled fit of ``job`` to its new claim, then drop it from the spool (unless the
-    store is gone again: it stays there)."""
+    store is gone again: it stays there). An entry that cannot be logged is moved aside: when
+    that shows before anything is logged, False (the job is to be fitted now); when the store
+    refuses it midway, its run is recorded FAILED (the next run fits it again)."""
     if ledger.store_gone is None:
-        record = ledger.spool.record(job.key)
+        try:
+            record, artifacts = ledger.spool.entry(job.key)
+            _check_params_agree(record, job)
+        except UnusableEntry as error:
+            _set_aside(ledger, job, str(error), "fitted again now", log)
+            return False
         record = replace(record, tags={**record.tags, "topicbench.logged_from_spool": str(ledger.spool.folder / job.key)})
         try:
-            log_model_run(tracker, run_id, record, ledger.spool.artifacts(job.key))
+            log_model_run(tracker, run_id, record, artifacts)
         except Exception as error:
             raise_interrupt_behind(error)
             if not store_unavailable(error):
-                raise
+                reason = f"the store refused it: {short_reason(error)}"
+                aside = _set_aside(ledger, job, reason, "its run is FAILED and the next run fits it again", log)
+                _record_failure(tracker, run_id, job, UnusableEntry(f"its spooled fit ({aside}) could not be logged: "
+                                                                    f"{reason}"), ledger)
+                return True
             ledger.store_gone = error
         else:
             ledger.spool.remove(job.key)
             ledger.logged.append(job.label)
             ledger.from_spool.append(job.label)
             log.info("%s: logged from the spool, not refitted", job.label, extra=CONSOLE)
-            return
+            return True
     ledger.spooled.append(job.label)
     tracker.open_runs.discard(run_id)
+    return True
+
+
+def _check_params_agree(record: FitRecord, job: Job) -> None:
+    """An :class:`UnusableEntry` when ``record`` gives a param of ``job``'s claimed run another
+    value (MLflow refuses to change a param, and would refuse it after logging part of it)."""
+    claimed = claimed_params(job)
+    clashes = sorted(name for name, value in record.params.items() if claimed.get(name, value) != value)
+    if clashes:
+        raise UnusableEntry(f"its params {', '.join(clashes[:5])} differ from those of the run it was fitted for "
+                            f"(e.g. {clashes[0]}={record.params[clashes[0]]!r}, not {claimed[clashes[0]]!r})"[:500])
+
+
+def _set_aside(ledger: Ledger, job: Job, reason: str, outcome: str, log) -> str:
+    """Move the spool entry of ``job`` aside (kept, never deleted) and say so once, with
+    ``reason`` and ``outcome``; where it went (or, if it could not be moved, where it is)."""
+    entry = ledger.spool.folder / job.key
+    try:
+        where = f"moved to {ledger.spool.set_aside(job.key, reason)}"
+    except OSError as error:
+        where = f"left in place, as it could not be moved aside ({error.strerror or error})"
+    log.warning("%s: the spooled fit in %s cannot be logged (%s); %s, %s", job.label, entry, reason, where, outcome,
+                extra=CONSOLE)
+    return where
 
 
 def _wait_for_others(held: list, parent: str, config, tracker: Tracker, splits: dict, progress, log,
@@ -390,19 +428,6 @@ def _scored(future):
     return result
 
 
-def raise_interrupt_behind(error: BaseException) -> None:
-    """Raise the interrupt that ``error`` was raised while handling, if any.
-
-    Logging runs Prefect tasks in this (the main) thread, so Ctrl-C can land inside Prefect's task
-    engine before the task run exists; the engine's crash handler then fails with
-    ``ValueError("Task run is not set")``, and the interrupt survives only as that error's context.
-    Without this the interrupt would be recorded as one failed fit and the benchmark would go on.
-    """
-    for cause in exception_chain(error):
-        if isinstance(cause, (KeyboardInterrupt, SystemExit, TerminationSignal)):
-            raise cause
-
-
 def finished_one_by_one(futures: dict, poll_seconds: float = 0.5):
     """Yield (future, value) from ``futures`` (a dict future -> value) as each future finishes,
     removing it from the dict first.
@@ -430,13 +455,6 @@ def _embed_documents_once(jobs) -> dict:
         if job.embedding_key is not None and job.embedding_key not in tasks:
             tasks[job.embedding_key] = [embed_documents.submit(job.corpus_data, job.embedding_key[1])]
     return tasks
-
-
-def corpus_splits(corpus: Corpus):
-    """(fitting corpus, held-out corpus or None): OCTIS 'test' documents are held out when present."""
-    if corpus.partitions is not None and "test" in corpus.partitions and "train" in corpus.partitions:
-        return corpus.split("train"), corpus.split("test")
-    return corpus, None
 
 
 def run_benchmark(config: BenchmarkConfig):

@@ -13,7 +13,7 @@ import socket
 from pathlib import Path
 from urllib.parse import urlparse
 
-from topicbench.core.io import can_write_in
+from topicbench.core.io import check_output_path
 from topicbench.core.validation import InputError
 
 #: Seconds to wait for a Dask scheduler to accept a connection before calling it unreachable.
@@ -22,41 +22,18 @@ DEFAULT_CONNECT_TIMEOUT = 5.0
 _SCHEDULER_ADDRESS = re.compile(r"^(?:(?P<scheme>tcp|tls|inproc|ucx|ws|wss)://)?(?P<host>\[[^\]]+\]|[^:/\s]+):(?P<port>\d+)/?$")
 
 
-def _nearest_existing_folder(path: Path) -> Path:
-    folder = path
-    while not folder.exists() and folder != folder.parent:
-        folder = folder.parent
-    return folder
-
-
-def _require_creatable_in(folder: Path, what: str, target: Path) -> None:
-    if not folder.is_dir():
-        raise InputError(f"{what}: {folder} is not a folder, so {target} cannot be written")
-    if not can_write_in(folder):
-        raise InputError(f"{what}: cannot write in {folder}; choose another path")
-
-
 def check_output_file(path, what: str) -> Path:
-    """A file path the command will write after its work: not a folder, its folder exists (or can
-    be created) and is writable."""
-    path = Path(path).expanduser()
-    if path.is_dir():
-        raise InputError(f"{what}: {path} is a folder; give a file name such as {path / 'result.json'}")
-    if path.exists() and not os.access(path, os.W_OK):
-        raise InputError(f"{what}: {path} exists and is not writable")
-    folder = path.parent
-    _require_creatable_in(_nearest_existing_folder(folder), what, path)
-    return path
+    """A file path the command will write after its work, checked now by the writers' own rule
+    (:func:`~topicbench.core.io.check_output_path`): not a folder, device, pipe, socket or
+    anything under /dev, /proc or /sys; its folder exists or can be created, and takes files."""
+    return check_output_path(path, what)
 
 
 def check_output_folder(path, what: str) -> Path:
-    """A folder the command will write into after its work: a folder if it exists, else creatable;
+    """A folder the command will write into after its work, checked now by the writers' own rule
+    (:func:`~topicbench.core.io.check_output_path`): a folder if it exists, else creatable;
     writable either way."""
-    path = Path(path).expanduser()
-    if path.exists() and not path.is_dir():
-        raise InputError(f"{what}: {path} exists and is not a folder")
-    _require_creatable_in(_nearest_existing_folder(path), what, path)
-    return path
+    return check_output_path(path, what, folder=True)
 
 
 def parse_scheduler_address(address) -> tuple[str, int]:

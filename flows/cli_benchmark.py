@@ -227,7 +227,7 @@ def run_paper_command(args) -> int:
         check_scheduler_reachable(args.scheduler, args.connect_timeout)
     check_tracking_uri(uri)
     if config.llm_metrics():
-        check_llm_endpoint(config.llm_settings()[0])
+        check_llm_endpoint(config.llm_settings()[0], uri)
 
     started = time.perf_counter()
     state = run_paper(**settings, tracking_uri=uri, out=args.out, scheduler=args.scheduler)

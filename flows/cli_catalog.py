@@ -203,7 +203,7 @@ def run_schema_command(args) -> int:
         check_output_file(args.out, "--out")
     text = json.dumps(config_schema(), indent=2, ensure_ascii=False) + "\n"
     if args.out:
-        write_text_atomically(Path(args.out), text)
+        write_text_atomically(Path(args.out), text, "--out")
         print(f"wrote {args.out}")
     else:
         sys.stdout.write(text)

@@ -109,9 +109,13 @@ def llm_block(args, configured: dict | None) -> dict | None:
     return block
 
 
-def check_llm_endpoint(endpoint) -> None:
-    from topicbench.tasks.llm_judge import check_endpoint
+def check_llm_endpoint(endpoint, tracking_uri: str | None) -> None:
+    """The LLM judge, before any work: its reply cache is a file of its own that can be written
+    (not the database of the store at ``tracking_uri``), then the endpoint answers a chat request
+    (:func:`~topicbench.tasks.llm_client.check_endpoint`)."""
+    from topicbench.tasks.llm_judge import check_endpoint, check_reply_cache
 
+    check_reply_cache(endpoint, tracking_uri)
     check_endpoint(endpoint)
 
 
@@ -205,4 +209,4 @@ def check_services(config, connect_timeout: float) -> None:
         check_scheduler_reachable(config.scheduler, connect_timeout)
     check_tracking_uri(config.tracking_uri)
     if config.llm_metrics():
-        check_llm_endpoint(config.llm_settings()[0])
+        check_llm_endpoint(config.llm_settings()[0], config.tracking_uri)

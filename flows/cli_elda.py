@@ -136,12 +136,15 @@ def _write_or_keep(write, target, what: str, suffix: str):
     result goes to a temporary path instead and the error names both, so the fit is not lost."""
     import tempfile
 
+    from topicbench.core.io import OutputPathError
+
     try:
         return write(target)
-    except OSError as error:
+    except (OSError, OutputPathError) as error:  # OutputPathError: the path became a pipe, a link, ... during the fit
         fallback = Path(tempfile.mkdtemp(prefix="topicbench-elda-")) / f"result{suffix}"
         kept = write(fallback)
-        raise InputError(f"{what}: could not write {target} ({error.strerror or error}); the result is kept at {kept}") from None
+        reason = getattr(error, "strerror", None) or error
+        raise InputError(f"{what}: could not write {target} ({reason}); the result is kept at {kept}") from None
 
 
 def format_summary(solution, top: int, top_words: int) -> str:

@@ -41,6 +41,7 @@ def add_judge_command(commands) -> None:
 
 def run_judge_calibrate_command(args) -> int:
     from topicbench.core.datasets import JUDGMENTS_FILE, cached_dataset_folder
+    from topicbench.core.metrics.calibration import read_human_judgments
     from topicbench.core.schema import check_schema
     from topicbench.flows.config import BenchmarkConfig
     from topicbench.flows.judge import calibrate, format_table, verdict
@@ -58,10 +59,11 @@ def run_judge_calibrate_command(args) -> int:
     judgments = Path(args.judgments) if args.judgments else cached_dataset_folder("hoyle2021") / JUDGMENTS_FILE
     if not judgments.is_file():
         raise InputError(f"--judgments: {judgments} is not a file")
+    topics = read_human_judgments(judgments)  # every level checked before the store or the endpoint is asked
     uri = tracking_uri(args.tracking_uri)
     check_tracking_uri(uri)
-    check_llm_endpoint(endpoint)
-    calibration = calibrate(endpoint, settings, judgments, tracking_uri=uri, topics_per_model=args.topics_per_model,
+    check_llm_endpoint(endpoint, uri)
+    calibration = calibrate(endpoint, settings, topics, tracking_uri=uri, topics_per_model=args.topics_per_model,
                             draws=args.bootstrap, seed=args.seed)
     print(f"calibration of {endpoint.model} at {endpoint.base_url} on {calibration.topics} human-judged topics "
           f"({calibration.requests} requests, {calibration.cached} answered from the cache, {calibration.seconds:.0f} s):")

@@ -86,11 +86,12 @@ def shared_runs_view(uri: str, experiment) -> str | None:
     from mlflow.tracking import MlflowClient
 
     from topicbench.tasks.runs_view import share_runs_view
-    from topicbench.tasks.run_claims import FIT_ROLE
+    from topicbench.tasks.run_claims import FIT_ROLE, ROLE_TAG
+    from topicbench.tasks.store_filters import runs_filter
 
     try:
         return share_runs_view(MlflowClient(uri), experiment.experiment_id,
-                               fit_filter=f"tags.`topicbench.role` = '{FIT_ROLE}'")
+                               fit_filter=runs_filter({ROLE_TAG: FIT_ROLE}))
     except Exception as error:  # noqa: BLE001 - the runs view opens without it
         logger.warning("the runs view with the key metrics as columns was not saved (%s); the UI opens on its default "
                        "columns", error)

@@ -243,6 +243,13 @@ class BenchmarkConfig:
                 raise InputError(f"{where}: model {spec.name!r} lists metric {outside[0]!r}, which is not in the config's metrics")
         if self.report_sections is not None:
             _check_report_sections(self.report_sections, where)
+        if self.llm is not None:  # what its schema cannot say: finite numbers, no key in the URL
+            from topicbench.tasks.llm_judge import check_llm_block
+
+            try:
+                check_llm_block(self.llm)
+            except InputError as error:
+                raise InputError(f"{where}: {error}") from None
         asking = self.llm_metrics()
         missing = [key for key in ("base_url", "model") if key not in (self.llm or {})]
         if asking and missing:

@@ -28,7 +28,7 @@ from topicbench.core.datasets import (
     data_home, get_dataset, is_cached,
 )
 from topicbench.core.elda_release import release_documents, write_octis_folder
-from topicbench.core.io import can_write_in
+from topicbench.core.io import OutputPathError, check_output_path
 
 from .console import CONSOLE
 
@@ -187,7 +187,7 @@ def fetch_dataset(name: str, dest=None, base_url: str | None = None,
     folder = home / dataset.name
     if is_cached(dataset.name, home):
         return folder, False
-    if folder.exists():
+    if os.path.lexists(folder):  # a dangling link too: the rename below would not replace it
         raise DatasetError(f"{folder} exists but is not a complete {dataset.name} dataset (no {COMPLETE_MARKER}): "
                            f"remove it or give another --dest")
     home.mkdir(parents=True, exist_ok=True)
@@ -215,14 +215,12 @@ def fetch_dataset(name: str, dest=None, base_url: str | None = None,
 
 
 def _check_data_folder(home: Path, what: str) -> None:
-    """The folder datasets are written into is a folder, or can be made in a writable one."""
-    if home.exists() and not home.is_dir():
-        raise DatasetError(f"{what}: {home} is not a folder; datasets are written into a folder")
-    existing = home
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    if not existing.is_dir() or not can_write_in(existing):
-        raise DatasetError(f"{what}: cannot create or write {home} ({existing} is not a writable folder); give another folder")
+    """The folder datasets are written into passes the rule of every output folder
+    (:func:`~topicbench.core.io.check_output_path`), as a :class:`DatasetError`."""
+    try:
+        check_output_path(home, what, folder=True)
+    except OutputPathError as error:
+        raise DatasetError(str(error)) from None
 
 
 def _write_corpus(dataset: Dataset, local: dict, folder: Path) -> dict:

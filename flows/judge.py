@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from topicbench.core.metrics.calibration import calibration_table, read_human_judgments
+from topicbench.core.metrics.calibration import calibration_table
 from topicbench.core.metrics.llm_judging import JudgeSettings, draw_intruders, intrusion_scores, rate_topics
 
 from .console import CONSOLE
@@ -61,12 +61,12 @@ def judge_human_topics(topics: list, judge, settings: JudgeSettings, seed: int =
     return {"llm_rating": list(rated.scores), "llm_intrusion": list(spotted.scores)}
 
 
-def calibrate(endpoint, settings: JudgeSettings, judgments_path, *, tracking_uri: str | None, topics_per_model=None,
+def calibrate(endpoint, settings: JudgeSettings, topics: list, *, tracking_uri: str | None, topics_per_model=None,
               draws: int = 1000, seed: int = 0) -> Calibration:
-    """Judge the human-judged topics with ``endpoint``, compare with people, and track the run."""
+    """Judge the human-judged ``topics`` (:func:`~topicbench.core.metrics.calibration.read_human_judgments`,
+    read and checked before any request) with ``endpoint``, compare with people, and track the run."""
     from topicbench.tasks.llm_judge import EndpointJudge
 
-    topics = read_human_judgments(judgments_path)
     if topics_per_model is not None:
         topics = [t for t in topics if t.index < topics_per_model]
     judge = EndpointJudge(endpoint)
@@ -110,6 +110,14 @@ def verdict(calibration: Calibration) -> str:
     return f"{calibration.model}'s scores agree with people (ρ at least 0.3, intervals above 0)"
 
 
+def calibration_markdown(calibration: Calibration) -> str:
+    """``calibration.md``: the table verbatim in a code block (its columns aligned), then the
+    verdict, whose model name is shown as given (:mod:`topicbench.tasks.report_text`)."""
+    from topicbench.tasks.report_text import markdown_code_block, markdown_paragraph, markdown_text
+
+    return markdown_code_block(format_table(calibration)) + "\n" + markdown_paragraph(markdown_text(verdict(calibration))) + "\n"
+
+
 def _track(calibration: Calibration, endpoint, settings: JudgeSettings, topics: list, scores: dict, records: list,
            tracking_uri: str, draws: int) -> str:
     """The calibration as an MLflow run: ρ and intervals as metrics, the table and every question
@@ -143,7 +151,7 @@ def _track(calibration: Calibration, endpoint, settings: JudgeSettings, topics: 
     client.log_metric(run_id, "llm_requests", calibration.requests)
     client.log_metric(run_id, "llm_cached_replies", calibration.cached)
     with tempfile.TemporaryDirectory(prefix="topicbench-calibration-") as folder:
-        Path(folder, "calibration.md").write_text(format_table(calibration) + f"\n\n{verdict(calibration)}\n", encoding="utf-8")
+        Path(folder, "calibration.md").write_text(calibration_markdown(calibration), encoding="utf-8")
         Path(folder, "calibration.json").write_text(json.dumps(_as_json(calibration), indent=1), encoding="utf-8")
         Path(folder, "topic_scores.json").write_text(json.dumps(
             [{"dataset": t.dataset, "model": t.model, "topic": t.index, **{k: v[i] for k, v in scores.items()},
@@ -171,12 +179,14 @@ def latest_calibration(tracking_uri: str, model: str) -> dict | None:
     (with ``run_id`` and ``when``); None when there is none."""
     from mlflow.tracking import MlflowClient
 
+    from topicbench.tasks.store_filters import search_runs
+
     client = MlflowClient(tracking_uri)
     found = client.get_experiment_by_name(CALIBRATION_EXPERIMENT)
     if found is None:
         return None
-    runs = client.search_runs([found.experiment_id], f"tags.`{MODEL_TAG}` = '{model}' and attributes.status = 'FINISHED'",
-                              order_by=["attributes.start_time DESC"], max_results=1)
+    runs = search_runs(client, [found.experiment_id], tags={MODEL_TAG: model}, status="FINISHED",
+                       order_by=["attributes.start_time DESC"], max_results=1)
     if not runs:
         return None
     with tempfile.TemporaryDirectory() as folder:

@@ -8,6 +8,7 @@ across seeds from the runs' outputs) -> build the sections the config names (pur
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 from prefect import flow
@@ -73,7 +74,7 @@ def report(experiment: str, tracking_uri: str, folder: str | None = None, comman
     config = collect_config_task(tracking_uri, experiment)
     sections = report_sections(config, sections)
     folder = folder or str(default_report_folder(experiment))
-    command = command or f"topicbench report --experiment {experiment} --tracking-uri {tracking_uri}"
+    command = command or f"topicbench report --experiment {shlex.quote(experiment)} --tracking-uri {shlex.quote(tracking_uri)}"
     # the runs' outputs are read only for a report that shows their stability (a download per run)
     stability = collect_stability_task(tracking_uri, runs) if "stability" in sections else None
     data = ReportData(runs=runs, experiment=experiment, command=command, config=config, notes=notes,

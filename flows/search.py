@@ -14,7 +14,11 @@ tag says which; the report counts them).
 Resume: a study's state is in Optuna's storage and every fit in the tracking store by its run
 key, so a search stopped at any point (Ctrl-C, SIGKILL, a lost worker or server) continues where
 it stopped: trials asked and not told are taken up first, and their finished seeds are read back,
-not fitted again.
+not fitted again. A study answers for one definition (space, objectives, sampler, model, seeds,
+corpus; :class:`~topicbench.tasks.study.ModelStudy`): a search whose space changed searches the
+new one, and a point asked twice is one point. Before any fit: the study storage is not the
+tracking store (:func:`~topicbench.tasks.study.check_storage`), and each model's largest K fits
+each corpus once it is read.
 """
 
 from __future__ import annotations
@@ -25,16 +29,16 @@ from dataclasses import dataclass, field
 
 from prefect import flow, get_run_logger
 
-from topicbench.core.search_space import point_complexity, point_label, point_model, point_text
+from topicbench.core.search_space import STABILITY, point_complexity, point_label, point_model, point_text
 from topicbench.core.selection import one_standard_error_choice
-from topicbench.tasks.corpus import load_corpus
+from topicbench.tasks.corpus import check_topics_fit, corpus_splits, load_corpus
 from topicbench.tasks.spool import Spool
-from topicbench.tasks.study import ModelStudy, open_storage, study_name
+from topicbench.tasks.study import ModelStudy, check_storage, open_storage, study_name
 from topicbench.tasks.store_checks import TrackingError, check_free_space, check_tracking_uri, store_unavailable
 from topicbench.tasks.tracking import Tracker
 from topicbench.tasks.trial_results import trial_result
 
-from .benchmark import Job, Ledger, corpus_splits, fit_jobs, raise_flow_error, store_gone_message
+from .benchmark import Job, Ledger, fit_jobs, raise_flow_error, store_gone_message
 from .config import BenchmarkConfig, ModelSpec
 from .console import CONSOLE
 from .runtime import prefect_defaults, shared_prefect_server, task_runner, uses_worker_processes
@@ -91,11 +95,13 @@ def _search(config: BenchmarkConfig, plan: SearchPlan, storage_url: str, tracker
         splits[spec.name] = corpus_splits(load_corpus(spec))
         counts.corpus_reads += 1
         plan.check_corpus(spec.name, *splits[spec.name])
+    check_topics_fit(splits, plan.largest_num_topics(config.models))
     storage = open_storage(storage_url)
     studies = {
         (corpus.name, model.name): (corpus, model, ModelStudy(
             storage, study_name(config.experiment, corpus.name, model.name), plan.space_of(model.name),
-            plan.objectives, plan.sampler, plan.trials, plan.seed))
+            plan.objectives, plan.sampler, plan.trials, plan.seed,
+            _fitted_as(config, plan, splits[corpus.name][0], model)))
         for corpus in config.corpora for model in config.models
     }
     limit = plan.batch if plan.batch is not None else (None if plan.sampler == "grid" else max(1, config.workers))
@@ -120,6 +126,16 @@ def _search(config: BenchmarkConfig, plan: SearchPlan, storage_url: str, tracker
             counts.trials_told += 1
     _count_shared_work(studies, counts)
     return studies, counts
+
+
+def _fitted_as(config: BenchmarkConfig, plan: SearchPlan, corpus, model: ModelSpec) -> dict:
+    """What a study's trial values depend on besides its space, objectives and sampler: the
+    model as configured, the seeds and the corpus (so that a study never answers for another)."""
+    uses_stability = any(o.key == STABILITY for o in plan.objectives)
+    stability = {"stability_measure": plan.stability_measure} if uses_stability else {}
+    return {"model": model.model, "num_topics": model.num_topics, "settings": model.settings,
+            "metrics": list(model.metrics) if model.metrics is not None else None, "seeds": list(config.seeds),
+            "corpus": corpus.fingerprint(), **stability}
 
 
 def _trial_jobs(config, corpus, splits: dict, model: ModelSpec, point: dict) -> list:
@@ -241,6 +257,7 @@ def outcome_record(outcome: dict) -> dict:
 def run_search(config: BenchmarkConfig, plan: SearchPlan, storage_url: str) -> dict:
     """Run the search flow on the config's task runner (checks first, as :func:`run_benchmark`)."""
     check_tracking_uri(config.tracking_uri)
+    check_storage(storage_url, config.tracking_uri)
     check_free_space(config.tracking_uri)
     prefect_defaults()
     with shared_prefect_server(uses_worker_processes(config.workers, config.scheduler)):

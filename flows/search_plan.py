@@ -115,6 +115,20 @@ class SearchPlan:
     def space_of(self, label: str) -> SearchSpace | None:
         return self.spaces.get(label)
 
+    def largest_num_topics(self, models) -> list:
+        """(where, K) of the largest K each of ``models`` (ModelSpec) is fitted with: its space's
+        (the grid's largest, a sampler's range's high end) or, where K is not searched, its own
+        (None: the model chooses); checked against each corpus before any fit."""
+        largest = []
+        for spec in models:
+            space = self.space_of(spec.name)
+            if space is not None and NUM_TOPICS in space.names:
+                values = [point[NUM_TOPICS] for point in space.checked_points(self.sampler)]
+                largest.append((f"search.spaces.{spec.name}.{NUM_TOPICS}", max(values)))
+            else:
+                largest.append((f"model {spec.name!r}: num_topics", spec.num_topics))
+        return largest
+
     def _check_models(self, config, models, where: str) -> None:
         """Each searched dimension is the model's, each checked point builds, each objective can
         apply to each model."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 
 
 #: Whether a fit's scoring built the corpus's metric context ("built") or reused it ("reused").
@@ -93,6 +93,42 @@ class FitRecord:
 
     @classmethod
     def from_json(cls, text: str) -> "FitRecord":
-        data = json.loads(text)
-        data["curve"] = [(int(step), float(value)) for step, value in data.get("curve", [])]
-        return cls(**data)
+        return cls.from_dict(json.loads(text))
+
+    @classmethod
+    def from_dict(cls, data) -> "FitRecord":
+        """The record of ``asdict(record)``; a ValueError naming the first field that is not as
+        :meth:`of` makes it (a hand-edited file, or one of another topicbench version)."""
+        if not isinstance(data, dict):
+            raise ValueError(f"a fit record is a JSON object, got {type(data).__name__}")
+        names = [f.name for f in fields(cls)]
+        unknown, missing = sorted(set(data) - set(names)), [name for name in names[:3] if name not in data]
+        if unknown or missing:
+            raise ValueError(f"unknown fields {unknown}" if unknown else f"no field {missing[0]!r}")
+        for name in ("params", "tags"):
+            _check_mapping(data[name], name, lambda value: isinstance(value, str), "a string")
+        _check_mapping(data["metrics"], "metrics", _is_finite_number, "a finite number")
+        curve = data.get("curve", [])
+        if not isinstance(curve, list):
+            raise ValueError(f"curve is a list of [step, value] pairs, got {type(curve).__name__}")
+        for index, point in enumerate(curve):
+            if not (isinstance(point, list) and len(point) == 2 and isinstance(point[0], int)
+                    and not isinstance(point[0], bool) and _is_finite_number(point[1])):
+                raise ValueError(f"curve[{index}] is not a [step, finite value] pair: {point!r}"[:300])
+        if not isinstance(data.get("label", ""), str):
+            raise ValueError("label is not a string")
+        return cls(data["params"], data["tags"], {k: float(v) for k, v in data["metrics"].items()},
+                   [(step, float(value)) for step, value in curve], data.get("label", ""))
+
+
+def _is_finite_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _check_mapping(value, name: str, valid, what: str) -> None:
+    """A ValueError unless ``value`` maps strings to values that are ``valid``."""
+    if not isinstance(value, dict):
+        raise ValueError(f"{name} is a JSON object, got {type(value).__name__}")
+    for key, item in value.items():
+        if not valid(item):
+            raise ValueError(f"{name}[{key!r}] is not {what}: {item!r}"[:300])

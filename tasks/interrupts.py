@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import traceback
 
+from prefect.exceptions import TerminationSignal
+
 
 def exception_chain(error: BaseException | None):
     """``error``, then the exception it was raised from or while handling, and so on (each once)."""
@@ -44,3 +46,16 @@ def release_interrupted_calls(error: BaseException) -> None:
     for raised in exception_chain(error):
         traceback.clear_frames(raised.__traceback__)  # frames still running are left alone
     gc.collect()  # sessions sit in reference cycles
+
+
+def raise_interrupt_behind(error: BaseException) -> None:
+    """Raise the interrupt that ``error`` was raised while handling, if any.
+
+    Logging runs Prefect tasks in this (the main) thread, so Ctrl-C can land inside Prefect's task
+    engine before the task run exists; the engine's crash handler then fails with
+    ``ValueError("Task run is not set")``, and the interrupt survives only as that error's context.
+    Without this the interrupt would be recorded as one failed fit and the benchmark would go on.
+    """
+    for cause in exception_chain(error):
+        if isinstance(cause, (KeyboardInterrupt, SystemExit, TerminationSignal)):
+            raise cause

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import json
 import logging
+import shlex
 from pathlib import Path
 
 import pandas as pd
 from prefect import task
 from prefect.cache_policies import NONE
 
-from topicbench.core.io import write_text_atomically
+from topicbench.core.io import OutputPathError, make_output_folder, write_text_atomically
 from topicbench.core.validation import InputError
 
 from .report_interactive import interactive_plots
@@ -26,8 +27,9 @@ from .report_stability import StabilityFindings, collect_stability
 from .report_tables import FINISHED, failed_runs, interrupted_runs
 from .artifacts import TOPIC_SCORES
 from .fit_record import score_key
-from .run_claims import FIT_ROLE, PARENT_ROLE
+from .run_claims import FIT_ROLE, PARENT_ROLE, ROLE_TAG
 from .store_checks import TrackingError, check_tracking_uri
+from .store_filters import search_runs
 
 logger = logging.getLogger(__name__)
 
@@ -43,10 +45,7 @@ def collect_runs(tracking_uri: str, experiment: str) -> pd.DataFrame:
     found = client.get_experiment_by_name(experiment)
     if found is None:
         raise TrackingError(f"no MLflow experiment named {experiment!r} at {tracking_uri}")
-    runs = client.search_runs(
-        [found.experiment_id], filter_string=f"tags.`topicbench.role` = '{FIT_ROLE}'",
-        max_results=50_000, order_by=["attributes.start_time DESC"],
-    )
+    runs = search_runs(client, [found.experiment_id], tags={ROLE_TAG: FIT_ROLE}, order_by=["attributes.start_time DESC"])
     rows = []
     for run in _latest_attempts(runs):
         tags = run.data.tags
@@ -173,10 +172,8 @@ def collect_config(tracking_uri: str, experiment: str) -> dict | None:
     found = client.get_experiment_by_name(experiment)
     if found is None:
         return None
-    parents = client.search_runs(
-        [found.experiment_id], filter_string=f"tags.`topicbench.role` = '{PARENT_ROLE}'",
-        max_results=20, order_by=["attributes.start_time DESC"],
-    )
+    parents = search_runs(client, [found.experiment_id], tags={ROLE_TAG: PARENT_ROLE}, max_results=20,
+                          order_by=["attributes.start_time DESC"])
     for parent in parents:
         try:
             return json.loads(Path(client.download_artifacts(parent.info.run_id, "config.json")).read_text(encoding="utf-8"))
@@ -199,15 +196,16 @@ def write_report(report: Report, data: ReportData, folder) -> dict:
     failed write raises :class:`ReportWriteError`."""
     folder = Path(folder)
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        make_output_folder(folder, "the report folder")
         images = write_plots(report.plots(), data.runs, folder, data.models)
         write_text_atomically(folder / "report.md", render_markdown(report, images))
         figures = interactive_plots(report.plots(), data.runs, data.models)
         write_text_atomically(folder / "report.html", render_html(report, images, figures))
-    except OSError as error:
+    except (OSError, OutputPathError) as error:  # the folder became something else while the runs ran
+        reason = getattr(error, "strerror", None) or error
         raise ReportWriteError(
-            f"cannot write the report into {folder}: {error.strerror or error}; the runs are kept in the "
-            f"tracking store: write the report elsewhere with `topicbench report --experiment {data.experiment} "
+            f"cannot write the report into {folder}: {reason}; the runs are kept in the "
+            f"tracking store: write the report elsewhere with `topicbench report --experiment {shlex.quote(data.experiment)} "
             f"--out OTHER_FOLDER`"
         ) from None
     files = [str(folder / "report.md"), str(folder / "report.html"), *map(str, images.values())]
@@ -226,9 +224,9 @@ def log_report_to_parent(tracking_uri: str, experiment: str, files) -> str | Non
     try:
         client = MlflowClient(tracking_uri)
         found = client.get_experiment_by_name(experiment)
-        parents = [] if found is None else client.search_runs(
-            [found.experiment_id], filter_string=f"tags.`topicbench.role` = '{PARENT_ROLE}'",
-            max_results=1, order_by=["attributes.start_time DESC"])
+        parents = [] if found is None else search_runs(
+            client, [found.experiment_id], tags={ROLE_TAG: PARENT_ROLE}, max_results=1,
+            order_by=["attributes.start_time DESC"])
         if not parents:
             return None
         for path in files:

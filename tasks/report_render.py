@@ -9,6 +9,8 @@ whole numbers; a :class:`Share` is ``k/n``, a missing value a dash; a table's ``
 a column. The best cell of a column is bold in both outputs; a ranked table (the summary) shows
 each cell's rank as a circled number in Markdown and as a green-to-red background in HTML.
 Every section heading has an anchor, and a list of links to them follows the opening sections.
+Text is written by :mod:`topicbench.tasks.report_text`: what a user named is shown as given, in
+both outputs, never read as Markdown or HTML.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from .report_interactive import plotly_script
 from .report_sections import Plot, Report, Section
 from .report_statistics import Flip
 from .report_tables import Estimate, ReportTable, Share, TopicWords
+from .report_text import display_text, markdown_paragraph, markdown_text, to_html, to_markdown
 
 MISSING = "–"
 #: Significant digits of every number shown (an sd: two).
@@ -206,7 +209,7 @@ def anchors(sections) -> list[str]:
     spaces as hyphens, ``-1`` … on repeats), so the Markdown's links work where it is shown."""
     found, seen = [], {}
     for section in sections:
-        slug = re.sub(r"[^\w\- ]", "", section.title.lower()).replace(" ", "-")
+        slug = re.sub(r"[^\w\- ]", "", display_text(section.title).lower()).replace(" ", "-")
         count = seen.get(slug, 0)
         seen[slug] = count + 1
         found.append(slug if count == 0 else f"{slug}-{count}")
@@ -228,20 +231,20 @@ def markdown_table(table: ReportTable, with_notes: bool = True) -> str:
     if table.empty:
         return "(no data)\n"
     text = format_table(table)
-    lines = [f"**{table.title}**\n"] if table.title else []
-    lines.append("| " + " | ".join(map(str, text.columns)) + " |")
+    lines = [f"**{markdown_text(table.title)}**\n"] if table.title else []
+    lines.append("| " + " | ".join(map(markdown_text, text.columns)) + " |")
     lines.append("|" + "|".join("---" for _ in text.columns) + "|")
     for row, values in enumerate(text.itertuples(index=False)):
         cells = [_markdown_cell(value, (row, column) in table.best, table.ranks.get((row, column)))
                  for column, value in zip(text.columns, values)]
         lines.append("| " + " | ".join(cells) + " |")
     if with_notes and table_notes(table):
-        lines.append("\n" + " ".join(table_notes(table)))
+        lines.append("\n" + " ".join(map(to_markdown, table_notes(table))))
     return "\n".join(lines) + "\n"
 
 
 def _markdown_cell(text: str, best: bool, rank: int | None = None) -> str:
-    text = text.replace("|", "/")
+    text = markdown_text(text)
     text = f"**{text}**" if best else text
     return f"{text} {circled(rank)}" if rank is not None else text
 
@@ -258,9 +261,9 @@ def _markdown_blocks(section: Section, images: dict) -> list[str]:
             parts.append(markdown_table(block, with_notes=not repeated))
         elif isinstance(block, Plot):
             if block.file_name in images:
-                parts.append(f"![{block.alt}]({block.file_name})\n")
+                parts.append(f"![{markdown_text(block.alt)}]({block.file_name})\n")
         else:
-            parts.append(block + "\n")
+            parts.append(markdown_paragraph(to_markdown(block)) + "\n")
     return parts
 
 
@@ -268,13 +271,14 @@ def render_markdown(report: Report, images: dict) -> str:
     """The report as Markdown: the opening sections (the summary), a list of links to every
     section, then the others; plots link to their PNG files beside ``report.md``."""
     opening, rest = _ordered(report)
-    parts = [f"# {report.title}\n", *(line + "\n" for line in report.lead)]
+    parts = [f"# {markdown_text(report.title)}\n", *(markdown_paragraph(to_markdown(line)) + "\n" for line in report.lead)]
     for section, _ in opening:
-        parts += [f"## {section.title}\n", *_markdown_blocks(section, images)]
+        parts += [f"## {markdown_text(section.title)}\n", *_markdown_blocks(section, images)]
     if report.sections:
-        parts.append("**Contents**\n\n" + "\n".join(f"- [{section.title}](#{anchor})" for section, anchor in opening + rest) + "\n")
+        parts.append("**Contents**\n\n" + "\n".join(f"- [{markdown_text(section.title)}](#{anchor})"
+                                                     for section, anchor in opening + rest) + "\n")
     for section, _ in rest:
-        parts += [f"## {section.title}\n", *_markdown_blocks(section, images)]
+        parts += [f"## {markdown_text(section.title)}\n", *_markdown_blocks(section, images)]
     return "\n".join(parts)
 
 
@@ -301,13 +305,13 @@ def _html_head(table: ReportTable, columns) -> str:
         else:
             groups.append([group, 1])
         labels.append(f"<th>{_breakable(label)}</th>")
-    top = "".join(f"<th class='group' colspan='{span}'>{html.escape(group)}</th>" for group, span in groups)
+    top = "".join(f"<th class='group' colspan='{span}'>{to_html(group)}</th>" for group, span in groups)
     return f"<tr>{top}</tr><tr>{''.join(labels)}</tr>"
 
 
 def _breakable(text) -> str:
     """Header text that may wrap after an underscore or a dot (``20ng_politics``)."""
-    return re.sub(r"([_.])", r"\1<wbr>", html.escape(str(text)))
+    return re.sub(r"([_.])", r"\1<wbr>", to_html(text))
 
 
 def _html_cell(table: ReportTable, row: int, column, text: str, numeric: bool, ranked: dict) -> str:
@@ -315,7 +319,7 @@ def _html_cell(table: ReportTable, row: int, column, text: str, numeric: bool, r
     best, rank = (row, column) in table.best, table.ranks.get((row, column))
     classes = [c for c, on in (("number", numeric), ("best", best),
                                ("smaller-n", isinstance(value, Estimate) and value.scored_at is not None)) if on]
-    content = html.escape(text).replace("\n", "<br>")
+    content = to_html(text).replace("\n", "<br>")
     content = f"<strong>{content}</strong>" if best else content
     attributes = f" class='{' '.join(classes)}'" if classes else ""
     if rank is not None:
@@ -337,14 +341,14 @@ def html_table(table: ReportTable, with_notes: bool = True) -> str:
     if table.empty:
         return "<p>(no data)</p>"
     text = format_table(table, separator="\n")
-    caption = f"<caption>{html.escape(table.title)}</caption>" if table.title else ""
+    caption = f"<caption>{to_html(table.title)}</caption>" if table.title else ""
     numeric = {column for column in text.columns if any(_is_number(value) for value in table.cells[column])}
     ranked = {column: sum(1 for (_, c) in table.ranks if c == column) for column in text.columns}
     rows = ("<tr>" + "".join(_html_cell(table, row, column, text[column].iloc[row], column in numeric, ranked)
                              for column in text.columns) + "</tr>" for row in range(len(text)))
     kind = " summary" if table.ranks else " topics" if any(
         isinstance(value, TopicWords) for column in table.cells for value in table.cells[column]) else ""
-    notes = "".join(f"<p class='table-note'>{html.escape(note)}</p>" for note in table_notes(table)) if with_notes else ""
+    notes = "".join(f"<p class='table-note'>{to_html(note)}</p>" for note in table_notes(table)) if with_notes else ""
     return (f"<div class='table'><table class='results{kind}'>{caption}<thead>{_html_head(table, text.columns)}</thead>"
             f"<tbody>{''.join(rows)}</tbody></table>{notes}</div>")
 
@@ -354,26 +358,26 @@ def _html_block(block, images: dict, figures: dict) -> str:
         return html_table(block)
     if isinstance(block, Plot):
         if block.file_name in figures:
-            return f"<figure class='plot' aria-label='{html.escape(block.alt)}'>{figures[block.file_name]}</figure>"
+            return f"<figure class='plot' aria-label='{to_html(block.alt)}'>{figures[block.file_name]}</figure>"
         if block.file_name not in images:
             return ""
         data = base64.b64encode(Path(images[block.file_name]).read_bytes()).decode()
-        return f'<img alt="{html.escape(block.alt)}" src="data:image/png;base64,{data}">'
-    return f"<p>{html.escape(block)}</p>"
+        return f'<img alt="{to_html(block.alt)}" src="data:image/png;base64,{data}">'
+    return f"<p>{to_html(block)}</p>"
 
 
 def _html_section(section: Section, anchor: str, images: dict, figures: dict) -> str:
     """The heading (with its anchor) and the blocks; titled tables next to each other share a row
     (they are read side by side: one metric each, same models and corpora), and their notes are
     said once under the row."""
-    parts, group, notes = [f"<h2 id='{anchor}'>{html.escape(section.title)}</h2>"], [], []
+    parts, group, notes = [f"<h2 id='{anchor}'>{to_html(section.title)}</h2>"], [], []
     for block in (*section.blocks, None):
         if isinstance(block, ReportTable) and block.title:
             group.append(html_table(block, with_notes=False))
             notes += [note for note in table_notes(block) if note not in notes]
             continue
         if group:
-            said = "".join(f"<p class='table-note'>{html.escape(note)}</p>" for note in notes)
+            said = "".join(f"<p class='table-note'>{to_html(note)}</p>" for note in notes)
             parts.append(f"<div class='table-row'>{''.join(group)}</div>{said}")
             group, notes = [], []
         if block is not None:
@@ -387,11 +391,11 @@ def render_html(report: Report, images: dict, figures: dict | None = None) -> st
     style inline; the opening sections (the summary) first, then a list of links to every section."""
     figures = figures or {}
     opening, rest = _ordered(report)
-    lead = "".join(f"<p>{html.escape(line)}</p>" for line in report.lead)
-    links = "".join(f"<li><a href='#{anchor}'>{html.escape(section.title)}</a></li>" for section, anchor in opening + rest)
+    lead = "".join(f"<p>{to_html(line)}</p>" for line in report.lead)
+    links = "".join(f"<li><a href='#{anchor}'>{to_html(section.title)}</a></li>" for section, anchor in opening + rest)
     contents = f"<nav class='contents'><strong>Contents</strong><ol>{links}</ol></nav>" if report.sections else ""
-    body = (f"<h1>{html.escape(report.title)}</h1>{lead}" + "".join(_html_section(s, a, images, figures) for s, a in opening)
+    body = (f"<h1>{to_html(report.title)}</h1>{lead}" + "".join(_html_section(s, a, images, figures) for s, a in opening)
             + contents + "".join(_html_section(s, a, images, figures) for s, a in rest))
     script = f"<script>{plotly_script()}</script>" if figures else ""
-    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(report.title)}</title>"
+    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{to_html(report.title)}</title>"
             f"<style>{STYLE}</style>{script}</head><body>{body}</body></html>")

@@ -27,6 +27,7 @@ from .report_tables import (
     FINISHED, ReportTable, changed_settings_table, elda_topics, failed_runs, interrupted_runs, metric_pivot, model_topics,
     pair_order, run_status, summary_table, training_table,
 )
+from .report_text import Code, Markdown, Text
 
 #: Section builders by name: ``builder(data: ReportData) -> Section | None`` (None: nothing to show).
 REPORT_SECTIONS = Registry("report section")
@@ -64,8 +65,12 @@ class Plot:
 
 @dataclass(frozen=True)
 class Section:
-    """A heading and its blocks in reading order: paragraphs (str), :class:`ReportTable`, :class:`Plot`;
-    an ``opening`` section (the summary) is shown above the table of contents."""
+    """A heading and its blocks in reading order: paragraphs, :class:`ReportTable`, :class:`Plot`;
+    an ``opening`` section (the summary) is shown above the table of contents.
+
+    Every text of a report (titles, paragraphs, cells, notes) is plain text, shown as given; a
+    paragraph with Markdown of its own is a :class:`~topicbench.tasks.report_text.Markdown`,
+    whose user text is marked (:mod:`~topicbench.tasks.report_text`)."""
 
     title: str
     blocks: tuple = ()
@@ -276,11 +281,12 @@ def llm_judged_section(data: ReportData) -> Section | None:
     ))
 
 
-def calibration_summary(model: str, base_url: str, calibration: dict | None) -> str:
+def calibration_summary(model: str, base_url: str, calibration: dict | None) -> Markdown:
     """The paragraph heading the LLM section: the judge's agreement with people, or that it has none."""
     if calibration is None:
-        return (f"**{model} has not been calibrated against people.** Run `topicbench judge calibrate --llm-base-url "
-                f"{base_url or 'URL'} --llm-model {model}`; until then read these scores as one model's opinion, not people's.")
+        command = f"topicbench judge calibrate --llm-base-url {base_url or 'URL'} --llm-model {model}"
+        return Markdown("**", Text(model), " has not been calibrated against people.** Run ", Code(command),
+                        "; until then read these scores as one model's opinion, not people's.")
     rows = {row["measure"]: row for row in calibration.get("rows", [])}
     parts = []
     for measure, against in (("llm_rating", "rating"), ("llm_intrusion", "intrusion")):
@@ -288,8 +294,9 @@ def calibration_summary(model: str, base_url: str, calibration: dict | None) -> 
             fit = rows[measure][against]
             parts.append(f"{measure}: ρ = {fit['rho']:.2f} [{fit['low']:.2f}, {fit['high']:.2f}] against people's {against}s")
     when = dt.datetime.fromtimestamp(calibration.get("when", 0) / 1000, dt.timezone.utc)
-    return (f"**Calibration of {model} against people** (Hoyle et al. 2021, {calibration.get('topics')} topics; "
-            f"run {calibration.get('run_id')}, {when:%Y-%m-%d}): {'; '.join(parts)}. {calibration.get('verdict', '')}.")
+    return Markdown("**Calibration of ", Text(model), " against people** (Hoyle et al. 2021, ",
+                    Text(f"{calibration.get('topics')} topics; run {calibration.get('run_id')}, {when:%Y-%m-%d}"),
+                    "): ", Text(f"{'; '.join(parts)}. {calibration.get('verdict', '')}."))
 
 
 @register_section("diversity")

@@ -84,8 +84,9 @@ class ReportTable:
         (row position, column) of each cell marked best.
     formats : mapping
         Column -> format string (``"{:.3f}"``) or callable, for columns not shown the default way.
-    note : str
-        A line under the table (what is marked and why).
+    note : str or Markdown
+        A line under the table (what is marked and why): plain text, or a
+        :class:`~topicbench.tasks.report_text.Markdown` paragraph.
     title : str
         A caption over the table, where a section holds several.
     ranks : mapping

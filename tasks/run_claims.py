@@ -22,14 +22,16 @@ from dataclasses import dataclass
 
 from .interrupts import describe_stop, release_interrupted_calls
 from .store_checks import (
-    SERVER_SCHEMES, TRACKING_SETTINGS, TrackingError, check_server, sqlite_path, store_busy, tracking_setting,
-    uri_scheme,
+    SERVER_SCHEMES, TRACKING_SETTINGS, TrackingError, check_server, lock_file_of, sqlite_path, store_busy,
+    tracking_setting, uri_scheme,
 )
+from .store_filters import search_runs
 
 logger = logging.getLogger(__name__)
 
 #: The ``topicbench.role`` tag of a benchmark's parent run, a fit's nested run, a search's parent.
 PARENT_ROLE, FIT_ROLE, STUDY_ROLE = "benchmark", "fit", "search"
+ROLE_TAG = "topicbench.role"
 OWNER_HOST, OWNER_PID, OWNER_STARTED = "topicbench.owner_host", "topicbench.owner_pid", "topicbench.owner_started"
 HEARTBEAT, RUN_KEY, ERROR_TAG = "topicbench.heartbeat", "topicbench.run_key", "topicbench.error"
 END_REASON = "topicbench.end_reason"
@@ -77,7 +79,7 @@ def store_lock(uri: str, timeout: float = STORE_LOCK_SECONDS):
         return
     from filelock import FileLock, Timeout
 
-    lock = FileLock(str(path) + ".lock")
+    lock = FileLock(str(lock_file_of(path)))
     try:
         lock.acquire(timeout=timeout)
     except Timeout:
@@ -297,7 +299,7 @@ class RunClaims:
         """Mark KILLED every RUNNING run of the experiment (parents and nested runs) whose owner is
         gone (:func:`stale_reason`), tagging the reason; returns their ids."""
         killed = []
-        for run in self.client.search_runs([self.experiment_id], "attributes.status = 'RUNNING'", max_results=50_000):
+        for run in search_runs(self.client, [self.experiment_id], status="RUNNING"):
             reason = stale_reason(run)
             if reason is not None:
                 self._set_tags(run.info.run_id, {END_REASON: f"stale: {reason}", ERROR_TAG: f"stale: {reason}"})
@@ -311,10 +313,7 @@ class RunClaims:
         """{job: state} of claims other processes hold: "finished" (a FINISHED run of the job's key
         exists), "held" (a live claim of another process), or None (free again: that claim ended
         KILLED or FAILED, or its owner is gone). One search of the experiment's fit runs."""
-        runs = self.client.search_runs(
-            [self.experiment_id], f"tags.`topicbench.role` = '{FIT_ROLE}' and attributes.status != 'KILLED'",
-            max_results=50_000,
-        )
+        runs = search_runs(self.client, [self.experiment_id], tags={ROLE_TAG: FIT_ROLE}, status_not="KILLED")
         by_key = {}
         for run in runs:
             by_key.setdefault(run.data.tags.get(RUN_KEY), []).append(run)
@@ -335,10 +334,7 @@ class RunClaims:
         """The runs of ``run_key`` that keep it from being claimed: FINISHED ones, and live RUNNING
         ones of other processes (two jobs of one config may share a key, e.g. two labels with the
         same settings: each gets its run, as before claims existed)."""
-        runs = self.client.search_runs(
-            [self.experiment_id], f"tags.`{RUN_KEY}` = '{run_key}' and tags.`topicbench.role` = '{FIT_ROLE}'",
-            max_results=50_000,
-        )
+        runs = search_runs(self.client, [self.experiment_id], tags={RUN_KEY: run_key, ROLE_TAG: FIT_ROLE})
         return [r for r in runs if self._decides(r)]
 
     def _lost(self, own_run_id: str | None, rivals: list) -> Claim:

@@ -38,6 +38,8 @@ MLFLOW_TABLES = {"experiments", "runs", "alembic_version"}
 #: The tables MLflow creates first in a new database, before it migrates them and records the
 #: schema revision: a database holding them without a revision is MLflow's, being created.
 MLFLOW_INITIAL_TABLES = {"experiments", "runs", "tags", "metrics", "params"}
+#: How long a check waits for another process that creates or migrates a new sqlite store.
+CREATION_WAIT_SECONDS = 300.0
 
 
 class TrackingError(RuntimeError):
@@ -144,6 +146,9 @@ def _check_sqlite(uri: str, timeout: float) -> None:
                 f"there): fix its permissions or give another --tracking-uri"
             )
         tables, revision = _inspect_sqlite(path, timeout)
+        if tables and revision != mlflow_schema_revisions()[0]:  # half made, or being migrated right now?
+            _wait_for_creation(path)
+            tables, revision = _inspect_sqlite(path, timeout)
         check_mlflow_schema(tables, revision, f"the tracking database {path}", uri)
         return
     existing = next(folder for folder in [path.parent, *path.parent.parents] if folder.exists())
@@ -185,6 +190,32 @@ def _inspect_sqlite(path: Path, timeout: float) -> tuple:
             raise TrackingError(f"the tracking database {path} stayed locked for {timeout:g} s: {error}; try again") from None
         raise TrackingError(f"the tracking database {path} is damaged or not a database ({error}): {recover}") from None
     return tables, revision
+
+
+def lock_file_of(database) -> Path:
+    """The lock file beside a sqlite database (``mlflow.db.lock``, ``optuna-studies.db.lock``):
+    held while the database is created, and around each run claim of a tracking store."""
+    return Path(f"{database}.lock")
+
+
+def _wait_for_creation(path: Path) -> None:
+    """Wait while another process holds the lock beside the database (``mlflow.db.lock``), which
+    a process holds while MLflow creates and migrates a new store (``run_claims.creation_lock``):
+    two commands started at once on a new store would otherwise see its schema half migrated and
+    call it an older MLflow's. No lock file, no wait (and nothing created)."""
+    from filelock import FileLock, Timeout
+
+    lock_file = lock_file_of(path)
+    if not lock_file.exists():
+        return
+    try:
+        with FileLock(str(lock_file)).acquire(timeout=CREATION_WAIT_SECONDS):
+            pass
+    except Timeout:
+        raise TrackingError(
+            f"the tracking database {path} is not at this MLflow's schema and another process has held its lock "
+            f"{lock_file} for {CREATION_WAIT_SECONDS:.0f} s; if no topicbench process is running, delete that file"
+        ) from None
 
 
 def _has_sqlite_header(path: Path) -> bool:

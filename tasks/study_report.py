@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from topicbench.core.io import file_name_for, write_text_atomically
+from topicbench.core.io import OutputPathError, file_name_for, make_output_folder, write_text_atomically
 from topicbench.core.search_space import NUM_TOPICS, point_text
 from topicbench.core.selection import pareto_front
 
@@ -25,6 +25,7 @@ from .report_plots import write_plots
 from .report_render import render_html, render_markdown
 from .report_sections import Plot, Report, Section
 from .report_tables import Estimate, ReportTable
+from .report_text import Code, Markdown, Text
 
 CHOSEN_CONFIG = "chosen.yaml"
 
@@ -35,7 +36,7 @@ def study_report(outcome: dict, objectives, command: str, storage: str) -> Repor
     lead = (
         f"Search {outcome['experiment']!r}: {len(choices)} studies (corpus x model), objectives "
         f"{', '.join(o.key for o in objectives)} (the first chooses, by the one-standard-error rule over seeds).",
-        f"Regenerate (fits nothing already fitted): `{command}`. Studies kept in {storage}.",
+        Markdown("Regenerate (fits nothing already fitted): ", Code(command), ". Studies kept in ", Text(storage), "."),
     )
     sections = [_chosen_section(choices, objectives), _curves_section(choices, objectives)]
     if len(objectives) > 1:
@@ -55,8 +56,8 @@ def _chosen_section(choices, objectives) -> Section:
             primary.key: _estimate(chosen["per_seed"].get(primary.key, [])) if chosen else None,
             "why": choice.rule,
         })
-    blocks = [ReportTable(pd.DataFrame(rows), note="The chosen config (every model at its choice) is chosen.yaml beside "
-                          "this report: `topicbench run chosen.yaml`.")]
+    blocks = [ReportTable(pd.DataFrame(rows), note=Markdown("The chosen config (every model at its choice) is chosen.yaml "
+                                                            "beside this report: `topicbench run chosen.yaml`."))]
     for choice in choices:
         blocks += [f"{choice.label} on {choice.corpus}: {message}" for message in choice.messages]
     return Section("Chosen settings", tuple(blocks))
@@ -215,15 +216,16 @@ def write_study_report(report: Report, chosen_config: dict, folder) -> dict:
     file whole or not at all); returns their paths."""
     folder = Path(folder)
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        make_output_folder(folder, "the report folder")
         images = write_plots(report.plots(), pd.DataFrame(), folder, [])
         write_text_atomically(folder / "search.md", render_markdown(report, images))
         figures = interactive_plots(report.plots(), pd.DataFrame(), [])
         write_text_atomically(folder / "search.html", render_html(report, images, figures))
         header = "# The search's chosen settings: topicbench run chosen.yaml\n"
         write_text_atomically(folder / CHOSEN_CONFIG, header + yaml.safe_dump(chosen_config, sort_keys=False))
-    except OSError as error:
-        raise ReportWriteError(f"cannot write the search report into {folder}: {error.strerror or error}; the trials "
+    except (OSError, OutputPathError) as error:  # the folder became something else while the search ran
+        reason = getattr(error, "strerror", None) or error
+        raise ReportWriteError(f"cannot write the search report into {folder}: {reason}; the trials "
                                "are kept: run the same search command with another --out") from None
     return {"markdown": str(folder / "search.md"), "html": str(folder / "search.html"),
             "config": str(folder / CHOSEN_CONFIG)}

@@ -34,11 +34,13 @@ from topicbench.core.io import file_name_for
 from .fit_record import FitRecord
 from .records import git_commit, package_versions
 from .run_claims import (
-    END_REASON, ERROR_TAG, FIT_ROLE, PARENT_ROLE, RUN_KEY, STUDY_ROLE, Owner, RunClaims, creation_lock, store_lock,
+    END_REASON, ERROR_TAG, FIT_ROLE, PARENT_ROLE, ROLE_TAG, RUN_KEY, STUDY_ROLE, Owner, RunClaims, creation_lock,
+    store_lock,
 )
 from .store_checks import (
     TrackingError, check_tracking_uri, lost_insert_race, sqlite_path, store_unavailable, use_tracking_defaults,
 )
+from .store_filters import search_runs
 
 logger = logging.getLogger(__name__)
 
@@ -143,10 +145,8 @@ class Tracker(RunClaims):
         search is running now)."""
         with store_lock(self.tracking_uri):
             self.kill_stale_runs()
-            found = self.client.search_runs(
-                [self.experiment_id], f"tags.`topicbench.role` = '{STUDY_ROLE}' and tags.`topicbench.study` = '{study}'",
-                max_results=1, order_by=["attributes.start_time ASC"],
-            )
+            found = search_runs(self.client, [self.experiment_id], tags={ROLE_TAG: STUDY_ROLE, "topicbench.study": study},
+                                max_results=1, order_by=["attributes.start_time ASC"])
             run_id = self._reopened(found[0], study) if found else self.client.create_run(
                 self.experiment_id, run_name=f"{study}-search", tags={
                     "topicbench.role": STUDY_ROLE, "topicbench.study": study, "experiment": config.experiment,
@@ -175,10 +175,8 @@ class Tracker(RunClaims):
         """{run key: the newest FINISHED fit run of that key} for ``keys`` (one search of the
         experiment)."""
         wanted = set(keys)
-        runs = self.client.search_runs(
-            [self.experiment_id], f"tags.`topicbench.role` = '{FIT_ROLE}' and attributes.status = 'FINISHED'",
-            max_results=50_000, order_by=["attributes.start_time ASC"],
-        )
+        runs = search_runs(self.client, [self.experiment_id], tags={ROLE_TAG: FIT_ROLE}, status="FINISHED",
+                           order_by=["attributes.start_time ASC"])
         return {run.data.tags.get(RUN_KEY): run for run in runs if run.data.tags.get(RUN_KEY) in wanted}
 
     def close_parent(self, run_id: str, summary: dict, failed: list) -> None:
@@ -299,6 +297,11 @@ def _params(values: dict) -> list:
     from mlflow.entities import Param
 
     return [Param(str(k)[:250], str(v)[:6000]) for k, v in values.items()]
+
+
+def claimed_params(job) -> dict:
+    """{name: value} of the params a claimed run of ``job`` is described with, as MLflow keeps them."""
+    return {param.key: param.value for param in _params(job.record())}
 
 
 def changed_settings(model: str, settings: dict) -> dict:

@@ -17,10 +17,18 @@ from pathlib import Path
 
 import numpy as np
 
+from ..io import check_regular_file, read_text
 from ..validation import InputError
 
 #: The automated coherences of the file reported beside an LLM's scores: key -> name.
 AUTOMATED_MEASURES = {"c_npmi_10_full": "npmi", "c_v_full": "cv", "c_uci_full": "uci", "u_mass_full": "umass"}
+#: People's mean rating is on Hoyle et al.'s 1-3 scale; intrusion accuracy is the share of people
+#: who found the intruder.
+RATING_RANGE, INTRUSION_RANGE = (1.0, 3.0), (0.0, 1.0)
+#: Judgments of a few hundred topics are a few MiB at most; a far larger file is not one.
+MAX_JUDGMENTS_BYTES = 64 * 2**20
+#: The fix every message of a judgments file ends with.
+FIX = "give Hoyle et al.'s all_data.json (`topicbench data fetch hoyle2021`) or a file of its shape"
 #: A score whose ρ against people is below this, or whose interval reaches 0, is called weak.
 WEAK_RHO = 0.3
 
@@ -40,26 +48,136 @@ class JudgedTopic:
 
 
 def read_human_judgments(path) -> list:
-    """The topics of an ``all_data.json`` (Hoyle et al. 2021), in file order."""
-    path = Path(path)
+    """The topics of an ``all_data.json`` (Hoyle et al. 2021), in file order, every level checked.
+
+    The file maps dataset -> model -> ``{"topics": [[word, ...], ...], "metrics":
+    {"ratings_scores_avg": [...], "intrusion_scores_avg": [...], <automated coherences>}}``, one
+    rating, intrusion accuracy and coherence per topic (a coherence may be null: not computed).
+
+    Raises
+    ------
+    JudgmentsError
+        The file is not a regular file, too large, not UTF-8 JSON, or not of that shape; the
+        message names the place in the file, e.g. ``all_data.json:
+        wikitext.mallet.metrics.ratings_scores_avg[3] is missing``.
+    """
+    path = check_regular_file(path, "judgments file")
+    size = path.stat().st_size
+    if size > MAX_JUDGMENTS_BYTES:
+        raise JudgmentsError(f"{path} is {size / 2**20:.0f} MiB; a judgments file is at most "
+                             f"{MAX_JUDGMENTS_BYTES // 2**20} MiB: {FIX}")
+    text = read_text(path, "judgments file")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        topics = []
-        for dataset, by_model in data.items():
-            for model, entry in by_model.items():
-                metrics = entry["metrics"]
-                for index, words in enumerate(entry["topics"]):
-                    topics.append(JudgedTopic(
-                        dataset, model, index, tuple(words), float(metrics["ratings_scores_avg"][index]),
-                        float(metrics["intrusion_scores_avg"][index]),
-                        {name: float(metrics[key][index]) for key, name in AUTOMATED_MEASURES.items() if key in metrics},
-                    ))
-    except (OSError, ValueError, KeyError, TypeError, IndexError) as error:
-        raise InputError(f"{path} is not Hoyle et al.'s all_data.json ({type(error).__name__}: {error}); fetch it with "
-                         "`topicbench data fetch hoyle2021`") from None
-    if not topics:
-        raise InputError(f"{path} holds no judged topics")
-    return topics
+        data = json.loads(text, object_pairs_hook=_object_without_repeated_keys)
+    except json.JSONDecodeError as error:
+        raise JudgmentsError(f"{path} is not JSON (line {error.lineno}, column {error.colno}: {error.msg}); {FIX}") from None
+    except _RepeatedKey as error:
+        raise JudgmentsError(f"{path}: the key {error.args[0]!r} is given twice in one object (a JSON reader would "
+                             f"keep only the last): remove one") from None
+    except RecursionError:
+        raise JudgmentsError(f"{path} is nested too deeply to be a judgments file; {FIX}") from None
+
+    def problem(where: str, what: str) -> JudgmentsError:
+        return JudgmentsError(f"{path}: {where} {what}; {FIX}")
+
+    return list(_judged_topics(data, problem))
+
+
+class JudgmentsError(InputError):
+    """A human-judgments file that is not of Hoyle et al.'s shape: the message names the place."""
+
+
+class _RepeatedKey(ValueError):
+    """A key given twice in one JSON object."""
+
+
+def _object_without_repeated_keys(pairs: list) -> dict:
+    found = {}
+    for key, value in pairs:
+        if key in found:
+            raise _RepeatedKey(key)
+        found[key] = value
+    return found
+
+
+def _judged_topics(data, problem):
+    """Each :class:`JudgedTopic` of the parsed file ``data``; ``problem(where, what)`` makes the
+    error for a place in it (``where`` as ``dataset.model.metrics.key[index]``)."""
+    if not isinstance(data, dict) or not data:
+        raise problem("the file", f"is {_kind(data)}, expected an object of datasets")
+    for dataset, by_model in data.items():
+        if not isinstance(by_model, dict) or not by_model:
+            raise problem(dataset, f"is {_kind(by_model)}, expected an object of models")
+        for model, entry in by_model.items():
+            where = f"{dataset}.{model}"
+            if not isinstance(entry, dict):
+                raise problem(where, f"is {_kind(entry)}, expected an object with topics and metrics")
+            for key in ("topics", "metrics"):
+                if key not in entry:
+                    raise problem(f"{where}.{key}", "is missing")
+            words = _topic_words(entry["topics"], f"{where}.topics", problem)
+            metrics = entry["metrics"]
+            if not isinstance(metrics, dict):
+                raise problem(f"{where}.metrics", f"is {_kind(metrics)}, expected an object of per-topic lists")
+            ratings = _per_topic(metrics, "ratings_scores_avg", len(words), f"{where}.metrics", problem, RATING_RANGE)
+            intrusion = _per_topic(metrics, "intrusion_scores_avg", len(words), f"{where}.metrics", problem,
+                                   INTRUSION_RANGE)
+            automated = {name: _per_topic(metrics, key, len(words), f"{where}.metrics", problem, None)
+                         for key, name in AUTOMATED_MEASURES.items() if key in metrics}
+            for index, topic in enumerate(words):
+                yield JudgedTopic(dataset, model, index, topic, ratings[index], intrusion[index],
+                                  {name: values[index] for name, values in automated.items()})
+
+
+def _topic_words(topics, where: str, problem) -> list:
+    """Each topic of ``topics`` as a tuple of words: a non-empty list of non-empty strings."""
+    if not isinstance(topics, list) or not topics:
+        raise problem(where, f"is {_kind(topics)}, expected a non-empty list of topics (lists of words)")
+    for index, topic in enumerate(topics):
+        if not isinstance(topic, list) or not topic:
+            raise problem(f"{where}[{index}]", f"is {_kind(topic)}, expected a non-empty list of words")
+        for position, word in enumerate(topic):
+            if not isinstance(word, str) or not word.strip():
+                raise problem(f"{where}[{index}][{position}]", f"is {_kind(word)}, expected a word")
+    return [tuple(topic) for topic in topics]
+
+
+def _per_topic(metrics: dict, key: str, n_topics: int, where: str, problem, scale) -> list:
+    """``metrics[key]``, one number per topic, as floats. With a ``scale`` (people's judgments)
+    every value must be given and lie in it; without (an automated coherence), null is NaN."""
+    where = f"{where}.{key}"
+    if key not in metrics:
+        raise problem(where, "is missing")
+    values = metrics[key]
+    if not isinstance(values, list):
+        raise problem(where, f"is {_kind(values)}, expected a list with one number per topic")
+    if len(values) != n_topics:
+        raise problem(where, f"has {len(values)} values for {n_topics} topics")
+    numbers = []
+    for index, value in enumerate(values):
+        if value is None and scale is None:
+            numbers.append(math.nan)
+            continue
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            raise problem(f"{where}[{index}]", "is missing")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isinf(value):
+            raise problem(f"{where}[{index}]", f"is {_kind(value)}, expected a number")
+        if scale is not None and not scale[0] <= value <= scale[1]:
+            raise problem(f"{where}[{index}]", f"is {value}, outside {scale[0]:g}-{scale[1]:g}")
+        numbers.append(float(value))
+    return numbers
+
+
+def _kind(value) -> str:
+    """``value`` in a few words, for messages: ``null``, ``a string ('x')``, ``an object``."""
+    if value is None:
+        return "null"
+    if isinstance(value, (dict, list)):
+        kind = "an object" if isinstance(value, dict) else "a list"
+        return kind if value else f"an empty {kind.split()[1]}"
+    if isinstance(value, str):
+        return f"a string ({value[:40]!r})" if value.strip() else "an empty string"
+    return repr(value)[:40]
 
 
 @dataclass(frozen=True)

@@ -261,6 +261,20 @@ def shown_words(request: JudgeRequest) -> list:
     return re.findall(r'"([^"]*)"', request.messages[-1][1])
 
 
+def is_answer(request: JudgeRequest, reply: JudgeReply) -> bool:
+    """Whether ``reply`` answers ``request`` as the scoring reads it: a rating from its
+    log-probabilities or its text (:func:`expected_rating`, :func:`parse_rating`), or one of the
+    words shown (:func:`parse_intruder`); for another task, any text. A cache keeps only
+    answers: a non-answer kept would answer every later run the same way, and score nothing."""
+    if reply.error is not None:
+        return False
+    if request.task == "rating":
+        return expected_rating(reply.top_logprobs) is not None or parse_rating(reply.text) is not None
+    if request.task == "intrusion":
+        return parse_intruder(reply.text, shown_words(request)) is not None
+    return bool(reply.text)
+
+
 # -- scoring ------------------------------------------------------------------------------------
 
 

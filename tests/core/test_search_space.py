@@ -97,3 +97,15 @@ def test_an_objective_no_metric_returns_is_refused(name, message):
     with pytest.raises(InputError) as error:
         parse_objective(name, ("npmi", "perplexity", "classification"), (5, 10), direction, "objectives[0]")
     assert message in str(error.value)
+
+
+@pytest.mark.parametrize("data, size", [
+    ({"num_topics": [10, 20, 40]}, 3),
+    ({"num_topics": {"low": 2, "high": 9, "step": 3}}, 3),  # 2, 5, 8: what a grid walks and a sampler picks from
+    ({"num_topics": {"low": 2, "high": 6}}, 5),  # a sampler's integers
+    ({"num_topics": [10, 20], "alpha": [0.1, 1.0, "auto"]}, 6),
+    ({"num_topics": [10, 20], "alpha": {"low": 0.01, "high": 1.0, "log": True}}, None),  # endless: floats
+])
+def test_a_space_knows_how_many_points_it_holds(data, size):
+    """What a study stops at once it has asked every point (a sampler asked for more trials than that)."""
+    assert SearchSpace.from_dict("m", data).size() == size

@@ -123,6 +123,17 @@ def test_a_failing_model_is_recorded_and_the_others_complete(tiny_octis, tmp_pat
     assert "injected failure" in failed.data.tags["topicbench.error"]
 
 
+def test_a_num_topics_beyond_the_corpus_fails_before_any_fit(tiny_octis, tmp_path):
+    """K = 5000 on 40 documents of a few dozen words: no model can fit it (was: every seed fitted
+    5000 topics and scored them)."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    config = make_config(tiny_octis, uri, [ELDA, {**GENSIM, "num_topics": 5000}])
+    with pytest.raises(InputError, match=r"model 'gensim_lda': num_topics: K = 5000 topics is beyond corpus 'tiny', "
+                                         r"which has 40 documents x \d+ words"):
+        run_benchmark(config)
+    assert fit_runs(MlflowClient(uri)) == []
+
+
 def test_an_unreachable_tracking_server_fails_before_any_work(tiny_octis, tmp_path):
     config = make_config(tiny_octis, "http://127.0.0.1:9", [ELDA])
     with pytest.raises(TrackingError, match="tracking server at http://127.0.0.1:9 is unreachable"):

@@ -52,7 +52,11 @@ def _config(**replace) -> str:
 
 
 ELDA = ["elda", "--corpus", "{corpus}", "--preprocessed"]
+CALIBRATE = ["judge", "calibrate", "--llm-base-url", "http://127.0.0.1:{closed_port}/v1", "--llm-model", "m",
+             "--tracking-uri", "sqlite:///{tmp}/new/mlflow.db", "--judgments"]
 RUN = ["run", "{config}", "--tracking-uri", "sqlite:///{tmp}/new/mlflow.db", "--out", "{tmp}/report"]
+SEARCH = ["search", "{config}", "--tracking-uri", "{store}", "--out", "{tmp}/report"]
+SEARCH_CONFIG = GOOD_CONFIG + "metrics: [npmi]\ntop_n: [5]\nsearch: {objectives: [npmi@5], spaces: {gensim_lda: {num_topics: [2, 3]}}}\n"
 
 CASES = [
     # -- topicbench elda: the corpus ----------------------------------------------------------------
@@ -80,7 +84,7 @@ CASES = [
     # -- topicbench elda: outputs and the scheduler ------------------------------------------------
     Case("elda: --json under /proc", [*ELDA, "--json", "/proc/topicbench.json"], "--json: cannot write in /proc"),
     Case("elda: --json is a folder", [*ELDA, "--json", "{tmp}"], "is a folder; give a file name"),
-    Case("elda: --parquet is a file", [*ELDA, "--parquet", "{tmp}/empty.txt"], "exists and is not a folder"),
+    Case("elda: --parquet is a file", [*ELDA, "--parquet", "{tmp}/empty.txt"], "is not a folder (it is a regular file)"),
     Case("elda: --parquet under /proc", [*ELDA, "--parquet", "/proc/topicbench"], "--parquet: cannot write in /proc"),
     Case("elda: scheduler with exact greedy", [*ELDA, "--scheduler", "tcp://127.0.0.1:1"], "apply to --algorithm parallel only"),
     Case("elda: scheduler address malformed", [*ELDA, "--algorithm", "parallel", "--scheduler", "not an address"], "is not a Dask address"),
@@ -122,7 +126,7 @@ CASES = [
     Case("run: empty experiment name", RUN, "experiment must be a name (visible text without control characters", config=_config(**{"experiment: faults": "experiment: ''"})),
     # -- topicbench run: where it writes ------------------------------------------------------------
     Case("run: --out is a file", ["run", "{config}", "--tracking-uri", "sqlite:///{tmp}/new/mlflow.db", "--out", "{tmp}/empty.txt"],
-         "exists and is not a folder", config=GOOD_CONFIG),
+         "is not a folder (it is a regular file)", config=GOOD_CONFIG),
     Case("run: --seeds -1", [*RUN, "--seeds", "-1"], "--seeds: must be an integer >= 0", config=GOOD_CONFIG),
     Case("run: --workers 0", [*RUN, "--workers", "0"], "--workers: must be an integer >= 1", config=GOOD_CONFIG),
     Case("run: scheduler unreachable", [*RUN, "--scheduler", "tcp://127.0.0.1:{closed_port}", "--connect-timeout", "2"],
@@ -137,7 +141,7 @@ CASES = [
     Case("report: experiment does not exist", ["report", "--experiment", "nope", "--tracking-uri", "{store}"],
          "no experiment named 'nope'"),
     Case("report: --out is a file", ["report", "--experiment", "kept", "--tracking-uri", "{store}", "--out", "{tmp}/empty.txt"],
-         "exists and is not a folder"),
+         "is not a folder (it is a regular file)"),
     Case("ui: store does not exist", ["ui", "--tracking-uri", "sqlite:///{tmp}/new/mlflow.db"], "no tracking database at"),
     Case("ui: port out of range", ["ui", "--port", "70000"], "--port: must be a port number in 1..65535"),
     Case("ui: port in use", ["ui", "--tracking-uri", "{store}", "--port", "{busy_port}"], "is in use"),
@@ -216,7 +220,7 @@ CASES = [
     Case("data fetch: --dest is a file", ["data", "fetch", "congress", "--dest", "{tmp}/empty.txt"], "is not a folder"),
     Case("data fetch: TOPICBENCH_DATA is a file", ["data", "fetch", "congress"], "$TOPICBENCH_DATA or its default): {tmp}/empty.txt is not a folder",
          env={"TOPICBENCH_DATA": "{tmp}/empty.txt"}),
-    Case("data fetch: --dest under /proc", ["data", "fetch", "congress", "--dest", "/proc/x"], "cannot create or write /proc/x"),
+    Case("data fetch: --dest under /proc", ["data", "fetch", "congress", "--dest", "/proc/x"], "--dest: cannot write in /proc: /proc/x is under /proc"),
     Case("data fetch: --timeout 0", ["data", "fetch", "congress", "--timeout", "0"], "--timeout: must be a number > 0"),
     Case("data fetch: --deadline -1", ["data", "fetch", "congress", "--deadline", "-1"], "--deadline: must be a number > 0"),
     # -- the LLM judge (issue 25): the endpoint is checked before any fit -------------------------
@@ -239,6 +243,56 @@ CASES = [
     Case("judge calibrate: no endpoint", ["judge", "calibrate", "--judgments", "{tmp}/empty.txt"], "give the endpoint"),
     Case("judge calibrate: judgments missing", ["judge", "calibrate", "--llm-base-url", "http://127.0.0.1:{closed_port}/v1",
                                                 "--llm-model", "m", "--judgments", "{tmp}/none.json"], "none.json is not a file"),
+    # -- the LLM judge's settings (issue 37): nonsense timeouts, a cache that is not its own, a key in the URL
+    *[Case(f"run: llm.timeout {value}", RUN, f"llm.timeout must be a number in [0.1, 3600], got {shown}",
+           config=_config(seeds=f"metrics: [llm_rating]\nllm: {{base_url: 'http://127.0.0.1:9/v1', model: m, timeout: {value}}}\nseeds"))
+      for value, shown in ((".nan", "nan"), (".inf", "inf"), ("0", "0"), ("-3", "-3"), ("1.0e+300", "1e+300"))],
+    Case("run: llm.cache is the tracking store's database", RUN, "the tracking store's database",
+         config=_config(seeds="metrics: [llm_rating]\nllm: {base_url: 'http://127.0.0.1:9/v1', model: m, cache: '{tmp}/new/mlflow.db'}\nseeds")),
+    Case("run: llm.cache a folder", RUN, "llm.cache: {tmp} is a folder; give a file name",
+         config=_config(seeds="metrics: [llm_rating]\nllm: {base_url: 'http://127.0.0.1:9/v1', model: m, cache: '{tmp}'}\nseeds")),
+    Case("run: llm.cache under /proc", RUN, "llm.cache: cannot write in /proc",
+         config=_config(seeds="metrics: [llm_rating]\nllm: {base_url: 'http://127.0.0.1:9/v1', model: m, cache: /proc/tb/c.sqlite}\nseeds")),
+    Case("run: TOPICBENCH_LLM_CACHE a folder", [*RUN, "--llm-base-url", "http://127.0.0.1:{closed_port}/v1", "--llm-model", "m"],
+         "$TOPICBENCH_LLM_CACHE: {tmp} is a folder", config=_config(seeds="metrics: [llm_rating]\nseeds"),
+         env={"TOPICBENCH_LLM_CACHE": "{tmp}"}),
+    Case("run: llm.base_url with a key in it", RUN, "llm.base_url http://[redacted]@127.0.0.1:9/v1 holds a user name or key",
+         config=_config(seeds="metrics: [llm_rating]\nllm: {base_url: 'http://me:sk-in-url-123@127.0.0.1:9/v1', model: m}\nseeds")),
+    Case("run: --llm-base-url with a key in it", [*RUN, "--llm-base-url", "http://sk-in-url-123@127.0.0.1:{closed_port}/v1",
+                                                  "--llm-model", "m"], "holds a user name or key before the host", config=GOOD_CONFIG),
+    Case("run: llm.base_url not http, with a key in it", RUN, "got 'ftp://[redacted]@x'",
+         config=_config(seeds="llm: {base_url: 'ftp://me:sk-in-url-123@x', model: m}\nseeds")),
+    # -- judge calibrate: the judgments file (issue 37), read before the endpoint (a closed port) is asked
+    Case("judge calibrate: judgments not JSON", [*CALIBRATE, "{tmp}/judgments/cut.json"], "cut.json is not JSON (line 1, column"),
+    Case("judge calibrate: judgments a list", [*CALIBRATE, "{tmp}/judgments/list.json"],
+         "list.json: the file is a list, expected an object of datasets"),
+    Case("judge calibrate: a rating missing", [*CALIBRATE, "{tmp}/judgments/null_rating.json"],
+         "null_rating.json: wikitext.mallet.metrics.ratings_scores_avg[1] is missing"),
+    Case("judge calibrate: a rating NaN", [*CALIBRATE, "{tmp}/judgments/nan_rating.json"],
+         "nan_rating.json: wikitext.mallet.metrics.ratings_scores_avg[0] is missing"),
+    Case("judge calibrate: fewer ratings than topics", [*CALIBRATE, "{tmp}/judgments/short_ratings.json"],
+         "wikitext.mallet.metrics.ratings_scores_avg has 1 values for 2 topics"),
+    Case("judge calibrate: a rating off the scale", [*CALIBRATE, "{tmp}/judgments/off_scale.json"],
+         "wikitext.mallet.metrics.ratings_scores_avg[1] is 7, outside 1-3"),
+    Case("judge calibrate: no intrusion scores", [*CALIBRATE, "{tmp}/judgments/no_intrusion.json"],
+         "wikitext.mallet.metrics.intrusion_scores_avg is missing"),
+    Case("judge calibrate: an empty topic", [*CALIBRATE, "{tmp}/judgments/empty_topic.json"],
+         "wikitext.mallet.topics[1] is an empty list, expected a non-empty list of words"),
+    Case("judge calibrate: a word that is not a string", [*CALIBRATE, "{tmp}/judgments/number_word.json"],
+         "wikitext.mallet.topics[0][1] is 3, expected a word"),
+    Case("judge calibrate: judgments too large", [*CALIBRATE, "{tmp}/judgments/huge.json"],
+         "huge.json is 65 MiB; a judgments file is at most 64 MiB"),
+    # -- topicbench search: where the studies are kept (issue 37), never the tracking store itself
+    Case("search: --storage is the tracking database", [*SEARCH, "--storage", "{store}"],
+         "the search storage {store} is the tracking database", config=SEARCH_CONFIG),
+    Case("search: --storage is the tracking database's file", [*SEARCH, "--storage", "{store_file}"],
+         "the search storage {store_file} is the tracking database", config=SEARCH_CONFIG),
+    Case("search: search.storage is the new tracking database", ["search", "{config}", "--tracking-uri", "sqlite:///{tmp}/new/mlflow.db"],
+         "is the tracking database: give --storage (or search.storage) another file",
+         config=SEARCH_CONFIG.replace("num_topics: [2, 3]}}", "num_topics: [2, 3]}}, storage: 'sqlite:///{tmp}/new/mlflow.db'")),
+    Case("search: --storage neither a URL nor a journal", [*SEARCH, "--storage", "{tmp}/studies.db"],
+         "is neither an Optuna RDB URL (sqlite:///PATH, postgresql://USER@HOST/DATABASE) nor a .journal file",
+         config=SEARCH_CONFIG),
 ]
 
 
@@ -263,6 +317,7 @@ def _write_corpora(tmp: Path) -> dict:
     (tmp / "empty.txt").write_text("")
     (tmp / "no_tsv").mkdir()
     _write_hostile_files(tmp, good)
+    _write_judgments_files(tmp / "judgments")
     for name in ("congress", "reuters", "20ng_politics"):  # stand-ins: these cases must fail before reading them
         (tmp / "paperdata" / name).mkdir(parents=True)
         (tmp / "paperdata" / name / "corpus.tsv").write_text((good / "corpus.tsv").read_text())
@@ -283,6 +338,30 @@ def _write_hostile_files(tmp: Path, good: Path) -> None:
     with open(tmp / "huge.yaml", "wb") as huge:
         huge.truncate(17 * 2**20)
     (tmp / "deep.yaml").write_text("experiment: " + "[" * 100_000 + "]" * 100_000 + "\n")
+
+
+def _write_judgments_files(folder: Path) -> None:
+    """Human-judgments files (``judge calibrate --judgments``), each wrong in one place."""
+    import json
+
+    def judgments(change) -> str:
+        data = {"wikitext": {"mallet": {"topics": [["river", "lake"], ["vote", "party"]],
+                                        "metrics": {"ratings_scores_avg": [2.5, 1.5], "intrusion_scores_avg": [0.9, 0.3]}}}}
+        change(data["wikitext"]["mallet"])
+        return json.dumps(data)
+
+    folder.mkdir()
+    (folder / "cut.json").write_text(judgments(lambda model: None)[:40])
+    (folder / "list.json").write_text("[1]")
+    (folder / "null_rating.json").write_text(judgments(lambda model: model["metrics"]["ratings_scores_avg"].__setitem__(1, None)))
+    (folder / "nan_rating.json").write_text(judgments(lambda model: model["metrics"]["ratings_scores_avg"].__setitem__(0, float("nan"))))
+    (folder / "short_ratings.json").write_text(judgments(lambda model: model["metrics"]["ratings_scores_avg"].pop()))
+    (folder / "off_scale.json").write_text(judgments(lambda model: model["metrics"]["ratings_scores_avg"].__setitem__(1, 7)))
+    (folder / "no_intrusion.json").write_text(judgments(lambda model: model["metrics"].pop("intrusion_scores_avg")))
+    (folder / "empty_topic.json").write_text(judgments(lambda model: model["topics"].__setitem__(1, [])))
+    (folder / "number_word.json").write_text(judgments(lambda model: model["topics"][0].__setitem__(1, 3)))
+    with open(folder / "huge.json", "wb") as huge:  # sparse: no disk used
+        huge.truncate(65 * 2**20)
 
 
 def _closed_port() -> int:
@@ -342,7 +421,7 @@ def test_bad_input_ends_with_one_clear_line_before_any_work(case, tmp_path, stor
     corpora = _write_corpora(tmp_path)
     fill = {
         "corpus": str(corpora[case.corpus]), "tmp": str(tmp_path), "config": str(tmp_path / "config.yaml"),
-        "store": store, "closed_port": str(_closed_port()), "busy_port": str(busy_port),
+        "store": store, "store_file": store[len("sqlite:///"):], "closed_port": str(_closed_port()), "busy_port": str(busy_port),
         "garbage_port": str(garbage_port),
     }
     for name, value in case.env.items():

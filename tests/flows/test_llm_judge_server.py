@@ -71,11 +71,13 @@ def test_a_benchmark_tracks_both_metrics_with_traces_and_a_second_asks_nothing(l
         requests = client.download_artifacts(run.info.run_id, "llm/requests.jsonl", str(tmp_path / run.info.run_id))
         lines = [json.loads(line) for line in open(requests, encoding="utf-8")]
         assert len(lines) == metrics["llm_requests"] and all(line["model"] == "smollm2" for line in lines)
-    # the same fits in another experiment: every question is answered from the cache
+    # the same fits in another experiment: every answer comes from the cache; only what the first
+    # run left unanswered (a reply naming no word shown: never cached) is asked again
     assert main(["run", _config(tmp_path, "judged-again"), *flags]) == 0
     for run in _fit_runs(uri, "judged-again"):
-        assert run.data.metrics["llm_requests"] == 0 and run.data.metrics["llm_cached_replies"] >= 6
         same = next(r for r in runs if r.data.tags["model"] == run.data.tags["model"])
+        assert run.data.metrics["llm_cached_replies"] >= 3  # the ratings (from log-probabilities: answers)
+        assert run.data.metrics["llm_requests"] < same.data.metrics["llm_requests"]
         assert run.data.metrics["llm_rating"] == same.data.metrics["llm_rating"]
 
 
@@ -123,7 +125,7 @@ def test_a_server_killed_mid_run_keeps_what_was_done_and_the_resume_asks_only_th
     assert len(runs) == 2  # the finished one was not fitted again
     resumed = next(run for run in runs if run.info.run_id != finished[0].info.run_id)
     assert resumed.data.metrics["llm_cached_replies"] >= 2 and resumed.data.metrics["llm_requests"] >= 1
-    assert _cached_replies(cache) == asked_before + resumed.data.metrics["llm_requests"]
+    assert asked_before < _cached_replies(cache) <= asked_before + resumed.data.metrics["llm_requests"]  # answers only
 
 
 def _cached_replies(path) -> int:

@@ -5,7 +5,9 @@ config; a second run fits nothing; an interrupted or killed search resumes witho
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -118,6 +120,14 @@ def study_parents(store: str, experiment: str = "tiny-search") -> list:
     return client.search_runs([found.experiment_id], "tags.`topicbench.role` = 'search'", max_results=100)
 
 
+def stored_studies(store: str, label: str) -> list:
+    """Every study of ``label`` in the search's storage (its name ends with its definition's digest)."""
+    storage = default_storage(store)
+    return [optuna.load_study(study_name=summary.study_name, storage=storage)
+            for summary in optuna.get_all_study_summaries(storage)
+            if summary.study_name.startswith(f"tiny-search/tiny/{label}@")]
+
+
 def assert_each_key_finished_once(store: str, expected: int) -> None:
     finished = [r for r in fit_runs(store) if r.info.status == "FINISHED"]
     keys = [r.data.tags["topicbench.run_key"] for r in finished]
@@ -174,7 +184,7 @@ def test_a_sampler_search_asks_in_batches_up_to_its_trials(tiny_octis, tmp_path)
     config = BenchmarkConfig.from_dict(config_data(tiny_octis, store, search, models=[GENSIM], seeds=[0]))
     outcome = run_search(config, SearchPlan.from_config(config), default_storage(store))
     assert (outcome["counts"].trials_told, outcome["counts"].batches) == (3, 2)
-    study = optuna.load_study(study_name="tiny-search/tiny/gensim_lda", storage=default_storage(store))
+    (study,) = stored_studies(store, "gensim_lda")
     assert len(study.trials) == 3 and all(2 <= t.params["num_topics"] <= 6 for t in study.trials)
     assert all(t.state.name == "COMPLETE" for t in study.trials)
 
@@ -232,7 +242,7 @@ def test_a_search_killed_mid_fit_resumes_and_fits_no_seed_twice(tiny_octis, tmp_
                              capture_output=True, text=True, timeout=900)
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
     assert_each_key_finished_once(store, 6)
-    study = optuna.load_study(study_name="tiny-search/tiny/gibbs_lda", storage=default_storage(store))
+    (study,) = stored_studies(store, "gibbs_lda")
     assert sorted(t.params["num_topics"] for t in study.trials) == [2, 3, 4]
     assert all(t.state.name == "COMPLETE" for t in study.trials)
     chosen = BenchmarkConfig.from_dict(yaml.safe_load((tmp_path / "report" / "chosen.yaml").read_text()))
@@ -248,26 +258,86 @@ def test_nsga2_searches_two_objectives_and_its_report_shows_the_front(tiny_octis
     config = BenchmarkConfig.from_dict(config_data(tiny_octis, store, search, models=[GENSIM], seeds=[0]))
     plan = SearchPlan.from_config(config)
     outcome = run_search(config, plan, default_storage(store))
-    study = optuna.load_study(study_name="tiny-search/tiny/gensim_lda", storage=default_storage(store))
+    (study,) = stored_studies(store, "gensim_lda")
     assert [d.name for d in study.directions] == ["MAXIMIZE", "MAXIMIZE"] and len(study.trials) == 2
     text = study_report(outcome, plan.objectives, "topicbench search x", "db")
     front = next(s for s in text.sections if s.title == "Pareto front").blocks[0].cells
     assert 1 <= len(front) <= 2 and set(front.columns) >= {"npmi@5", "topic_diversity@5"}
 
 
-def test_a_study_reopened_with_other_objectives_is_refused(tmp_path):
+def test_a_study_reopened_resumes_and_another_definition_is_another_study(tmp_path):
     from topicbench.core.search_space import Objective, SearchSpace
     from topicbench.tasks.study import ModelStudy, open_storage
 
     storage = open_storage(str(tmp_path / "studies.journal"))
     space = SearchSpace.from_dict("m", {"num_topics": [2, 3]})
-    first = ModelStudy(storage, "s/c/m", space, [Objective("npmi@5", True)], "grid", None, 0)
+    first = ModelStudy(storage, "s/c/m", space, [Objective("npmi@5", True)], "grid", None, 0, {"seeds": [0, 1]})
     assert [p.point for p in first.pending(None)] == [{"num_topics": 2}, {"num_topics": 3}]
     # the same study again: its two asked trials are resumed, the grid is not enqueued twice
-    again = ModelStudy(storage, "s/c/m", space, [Objective("npmi@5", True)], "grid", None, 0)
+    again = ModelStudy(storage, "s/c/m", space, [Objective("npmi@5", True)], "grid", None, 0, {"seeds": [0, 1]})
     assert sorted(p.number for p in again.pending(None)) == [0, 1] and len(again.study.trials) == 2
-    with pytest.raises(InputError, match="was run with other objectives"):
-        ModelStudy(storage, "s/c/m", space, [Objective("npmi@5", True), Objective("stability", True)], "grid", None, 0)
+    # other objectives, another space or other seeds: a study of its own, never the old trials
+    others = [
+        ModelStudy(storage, "s/c/m", space, [Objective("npmi@5", True), Objective("stability", True)], "grid", None, 0,
+                   {"seeds": [0, 1]}),
+        ModelStudy(storage, "s/c/m", SearchSpace.from_dict("m", {"num_topics": [3, 4]}), [Objective("npmi@5", True)],
+                   "grid", None, 0, {"seeds": [0, 1]}),
+        ModelStudy(storage, "s/c/m", space, [Objective("npmi@5", True)], "grid", None, 0, {"seeds": [0, 1, 2]}),
+    ]
+    assert len({study.study.study_name for study in [first, *others]}) == 4
+    assert [[p.number for p in study.pending(None)] for study in others] == [[0, 1]] * 3
+    assert others[1].study.user_attrs["definition"]["space"]["dimensions"][0]["values"] == [3, 4]
+
+
+def tell_all(study, pending) -> None:
+    for trial in pending:
+        study.tell(trial, [float(trial.point["num_topics"])], {"seeds": [0]})
+
+
+@pytest.mark.parametrize("sampler, objectives", [("tpe", ["npmi@5"]), ("nsga2", ["npmi@5", "topic_diversity@5"])])
+def test_a_sampler_never_fits_a_point_twice_and_stops_when_its_space_is_used_up(tmp_path, sampler, objectives):
+    from topicbench.core.search_space import Objective, SearchSpace
+    from topicbench.tasks.study import ModelStudy, open_storage
+
+    storage = open_storage(str(tmp_path / "studies.journal"))
+    space = SearchSpace.from_dict("m", {"num_topics": [2, 3, 4]})
+    stepped = SearchSpace.from_dict("m", {"num_topics": {"low": 2, "high": 9, "step": 3}})
+    assert space.size() == stepped.size() == 3
+    study = ModelStudy(storage, "s/c/m", space, [Objective(o, True) for o in objectives], sampler, 20, 0)
+    asked = []
+    while pending := study.pending(2):  # batches of 2, as a search with batch: 2 asks them
+        asked += [p.point["num_topics"] for p in pending]
+        for trial in pending:
+            study.tell(trial, [float(trial.point["num_topics"])] * len(objectives), {"seeds": [0]})
+    assert sorted(asked) == [2, 3, 4]  # every point once, then the study stops (was: 20 trials, points repeated)
+    assert sorted(t.params["num_topics"] for t in study.finished_trials()) == [2, 3, 4]
+    repeats = [t for t in study.study.trials if "duplicate_of" in t.user_attrs]
+    assert len(study.study.trials) == 3 + len(repeats) <= 20
+    assert all(t.state.name in ("COMPLETE", "PRUNED") for t in repeats)
+
+
+def test_a_study_holding_a_point_twice_counts_it_once(tmp_path):
+    """A study an earlier version filled with repeated points (each told): one trial per point."""
+    from optuna.distributions import CategoricalDistribution
+
+    from topicbench.core.search_space import Objective, SearchSpace
+    from topicbench.tasks.study import ModelStudy, open_storage
+
+    storage = open_storage(str(tmp_path / "studies.journal"))
+    study = ModelStudy(storage, "s/c/m", SearchSpace.from_dict("m", {"num_topics": [2, 3]}), [Objective("npmi@5", True)],
+                       "tpe", 5, 0)
+    for k in (2, 3, 2, 2):
+        study.study.enqueue_trial({"num_topics": k})
+        trial = study.study.ask({"num_topics": CategoricalDistribution([2, 3])})
+        trial.set_user_attr("per_seed", {"npmi@5": [0.1 * k, 0.2 * k]})
+        study.study.tell(trial, 0.15 * k)
+    assert [t.number for t in study.finished_trials()] == [0, 1]
+    assert study.pending(None) == []  # the space is used up
+    from topicbench.flows.search import choose
+    from topicbench.flows.search_plan import SearchPlan
+
+    plan = SearchPlan("tpe", (Objective("npmi@5", True),), 5, None, 0, "jensen_shannon", None, {})
+    assert choose(plan, "c", "m", study).point in ({"num_topics": 2}, {"num_topics": 3})  # was: "listed twice"
 
 
 def test_an_unusable_study_storage_is_one_line(tmp_path):
@@ -277,3 +347,135 @@ def test_an_unusable_study_storage_is_one_line(tmp_path):
     blocker.write_text("")
     with pytest.raises(InputError, match="search storage .* cannot be opened"):
         open_storage(f"sqlite:///{blocker}/studies.db")
+
+
+# -- a study stays honest (issue 37) ------------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("prefect_server")
+def test_a_sampler_asking_more_trials_than_points_stops_when_the_space_is_used_up(tiny_octis, tmp_path):
+    store = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    search = {"sampler": "tpe", "trials": 6, "batch": 3, "seed": 0, "objectives": ["npmi@5"],
+              "spaces": {"gensim_lda": {"num_topics": [2, 3]}}}
+    config = BenchmarkConfig.from_dict(config_data(tiny_octis, store, search, models=[GENSIM]))
+    plan = SearchPlan.from_config(config)
+    outcome = run_search(config, plan, default_storage(store))
+    # each of the 2 points fitted once per seed; a point asked again is not a new trial
+    assert (outcome["counts"].fits_run, outcome["counts"].fits_found) == (4, 0)
+    (choice,) = outcome["choices"]
+    assert sorted(row["point"]["num_topics"] for row in choice.trials) == [2, 3]
+    again = run_search(config, plan, default_storage(store))  # was: "point ... is listed twice", every time
+    assert (again["counts"].trials_told, again["counts"].fits_run) == (0, 0)
+    assert again["choices"][0].point == choice.point
+
+
+@pytest.mark.usefixtures("prefect_server")
+def test_a_study_run_again_with_another_space_or_objective_searches_the_new_one(tiny_octis, tmp_path):
+    store = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    storage = default_storage(store)
+
+    def searched(space: list, objective: str = "npmi@5") -> dict:
+        search = {"objectives": [objective], "spaces": {"gensim_lda": {"num_topics": space}}}
+        config = BenchmarkConfig.from_dict(config_data(tiny_octis, store, search, models=[GENSIM]))
+        return run_search(config, SearchPlan.from_config(config), storage)
+
+    searched([2, 4])
+    widened = searched([3, 4])
+    # the new point is fitted, the kept one read back from the store; the choice lies in the new grid
+    assert (widened["counts"].trials_told, widened["counts"].fits_run, widened["counts"].fits_found) == (2, 2, 2)
+    assert widened["choices"][0].point in ({"num_topics": 3}, {"num_topics": 4})
+    assert sorted(row["point"]["num_topics"] for row in widened["choices"][0].trials) == [3, 4]
+    # another objective: its values are read from the same fits (was: KeyError 'topic_diversity@5')
+    other = searched([3, 4], "topic_diversity@5")
+    assert (other["counts"].trials_told, other["counts"].fits_run) == (2, 0)
+    assert all(len(row["per_seed"]["topic_diversity@5"]) == 2 for row in other["choices"][0].trials)
+
+
+@pytest.mark.usefixtures("prefect_server")
+def test_a_k_beyond_the_corpus_fails_before_any_fit(tiny_octis, tmp_path):
+    store = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    search = {"sampler": "tpe", "trials": 2, "objectives": ["npmi@5"],
+              "spaces": {"gensim_lda": {"num_topics": {"low": 2, "high": 5000}}}}
+    config = BenchmarkConfig.from_dict(config_data(tiny_octis, store, search, models=[GENSIM], seeds=[0]))
+    with pytest.raises(InputError, match=r"search.spaces.gensim_lda.num_topics: K = 5000 topics is beyond corpus 'tiny', "
+                                         r"which has 40 documents x \d+ words = \d+ document-word cells"):
+        run_search(config, SearchPlan.from_config(config), default_storage(store))
+    assert fit_runs(store) == []
+
+
+# -- two searches at once on a new store ------------------------------------------------------------
+
+
+def test_a_check_of_a_store_being_created_waits_for_its_creation(tmp_path):
+    """While one process creates and migrates a new store (under the lock beside it), the check of
+    another waits for it, instead of calling the half-migrated schema an older MLflow's."""
+    from topicbench.tasks.store_checks import TrackingError, check_tracking_uri, mlflow_schema_revisions
+
+    database = tmp_path / "mlflow.db"
+    store = f"sqlite:///{database}"
+    MlflowClient(store).search_experiments()  # the store at this MLflow's schema
+    head, known = mlflow_schema_revisions()
+
+    def set_revision(revision: str) -> None:
+        with sqlite3.connect(database) as connection:
+            connection.execute("UPDATE alembic_version SET version_num = ?", (revision,))
+
+    set_revision(sorted(known - {head})[0])  # as a migration leaves it half way
+    script = (
+        "import sqlite3, time; from topicbench.tasks.run_claims import creation_lock\n"
+        f"with creation_lock({store!r}):\n    print('held', flush=True); time.sleep(2)\n"
+        f"    with sqlite3.connect({str(database)!r}) as c: c.execute('UPDATE alembic_version SET version_num = ?', ({head!r},))\n"
+    )
+    creator = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert creator.stdout.readline().strip() == "held"
+    started = time.monotonic()
+    check_tracking_uri(store)  # was: "has the schema of an older MLflow ...: upgrade it"
+    assert time.monotonic() - started > 1.0
+    assert creator.wait(timeout=30) == 0
+    set_revision(sorted(known - {head})[0])  # and with nobody creating it, an older schema is still told at once
+    with pytest.raises(TrackingError, match="has the schema of an older MLflow"):
+        check_tracking_uri(store)
+
+
+def test_two_searches_creating_one_study_storage_take_turns(tmp_path):
+    """Optuna creates a new sqlite storage's tables and version row without a lock: two searches
+    starting at once failed with "UNIQUE constraint failed: alembic_version"; the second waits."""
+    from topicbench.tasks.study import open_storage
+
+    database = tmp_path / "optuna-studies.db"
+    script = (
+        "import time; from filelock import FileLock\n"
+        f"with FileLock({str(database) + '.lock'!r}):\n    print('held', flush=True); time.sleep(2)\n"
+    )
+    creator = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert creator.stdout.readline().strip() == "held"
+    started = time.monotonic()
+    storage = open_storage(f"sqlite:///{database}")
+    assert time.monotonic() - started > 1.0
+    assert creator.wait(timeout=30) == 0
+    assert optuna.create_study(storage=storage, study_name="s").study_name == "s"
+
+
+def test_a_study_storage_that_is_a_tracking_store_is_refused_before_any_work(tmp_path):
+    from topicbench.tasks.study import check_storage
+
+    database, other = tmp_path / "mlflow.db", tmp_path / "other" / "mlflow.db"
+    other.parent.mkdir()
+    for path in (database, other):
+        MlflowClient(f"sqlite:///{path}").search_experiments()
+    (tmp_path / "link.journal").symlink_to(database)
+    (tmp_path / "folder.journal").mkdir()
+    before = database.read_bytes()
+    for url, expected in [
+        (f"sqlite:///{database}", "is the tracking database"),  # was: Optuna's tables added to it, then a RuntimeError
+        (str(database), "is the tracking database"),
+        (str(tmp_path / "link.journal"), "is the tracking database"),
+        (f"sqlite:///{other}", "is an MLflow tracking database"),
+        (str(tmp_path / "studies.db"), "is neither an Optuna RDB URL"),
+        (str(tmp_path / "folder.journal"), "is a folder, not an Optuna journal"),
+    ]:
+        with pytest.raises(InputError, match=expected):
+            check_storage(url, f"sqlite:///{database}")
+    assert database.read_bytes() == before
+    check_storage(f"sqlite:///{tmp_path / 'optuna-studies.db'}", f"sqlite:///{database}")  # the default is fine
+    check_storage(str(tmp_path / "studies.journal"), f"sqlite:///{database}")

@@ -1,19 +1,25 @@
 """Asking an OpenAI-compatible endpoint (``tasks/llm_judge.py``) against a scripted HTTP server on
 127.0.0.1: retries with back-off on 429 and 5xx, one-line errors for a refused key, an unknown model
-or an endpoint that is gone, the cache (nothing asked twice), the token budget, and the key never
-written anywhere. The real endpoint (llama.cpp's server) is in tests/flows/test_llm_judge_server.py."""
+or an endpoint that is gone, the cache (nothing asked twice, only answers kept), the token budget,
+deadlines against an endpoint that drips, the check's chat request, and the key never written
+anywhere, even when the endpoint echoes it. Misbehaving endpoints come from tests/llm_endpoints.py;
+the real endpoint (llama.cpp's server) is in tests/flows/test_llm_judge_server.py."""
 
 from __future__ import annotations
 
 import http.server
 import json
+import sqlite3
 import threading
+import time
 
 import pytest
 
+from llm_endpoints import MODEL, Reply, chats, completion, fake_endpoint
 from topicbench.core.metrics.llm_judging import JudgeRequest
 from topicbench.tasks.llm_judge import (
-    EndpointJudge, EndpointUnavailable, LLMEndpoint, LLMError, check_endpoint, request_key, usage_of,
+    EndpointJudge, EndpointUnavailable, LLMEndpoint, LLMError, ReplyCache, check_endpoint, check_reply_cache,
+    request_key, usage_of,
 )
 
 KEY = "sk-test-secret-0123456789"
@@ -170,3 +176,127 @@ def test_the_cache_key_is_the_model_the_prompt_and_the_settings():
     assert request_key(a, _rating(0)) != request_key(a, _rating(1))
     resampled = JudgeRequest("rating", _rating(0).messages, max_tokens=5, sample=1)
     assert request_key(a, _rating(0)) != request_key(a, resampled)
+
+
+# -- issue 37: replies as data, only answers cached, deadlines, the probe, secrets ----------------
+
+
+def _judge_against(server, tmp_path, **settings) -> EndpointJudge:
+    return EndpointJudge(LLMEndpoint(server.url, MODEL, cache=str(tmp_path / "cache.sqlite"), **settings))
+
+
+def _cached_rows(tmp_path) -> int:
+    with sqlite3.connect(tmp_path / "cache.sqlite") as connection:
+        return connection.execute("SELECT COUNT(*) FROM replies").fetchone()[0]
+
+
+@pytest.mark.parametrize("bad", [
+    Reply(body=b"not json at all"), Reply(body={"choices": "3"}), Reply(body=completion(3, top=None)),
+    Reply(body=completion("7", top=None)),  # a rating outside the scale: well formed, not an answer
+    Reply(body=completion("3", top=(("3", 3.0),))),  # a log-probability of +3
+    Reply(body={**completion("3"), "padding": "x" * 10_000_000}),  # 10 MB for a 5-token question
+], ids=["not JSON", "choices a string", "content a number", "rating 7", "logprob +3", "10 MB"])
+def test_a_bad_reply_is_no_answer_and_is_not_cached_so_a_good_endpoint_is_asked_later(bad, tmp_path):
+    with fake_endpoint(chat=lambda body, headers: bad) as server:
+        [reply] = _judge_against(server, tmp_path).ask([_rating(0)])
+    assert reply.text in (None, "7") and _cached_rows(tmp_path) == 0
+    with fake_endpoint() as good:  # the same cache: the question is asked again, and its answer kept
+        [reply] = _judge_against(good, tmp_path).ask([_rating(0)])
+        assert reply.text == "3" and len(chats(good)) == 1 and _cached_rows(tmp_path) == 1
+
+
+def test_a_non_answer_an_older_cache_kept_is_asked_again(server, endpoint):
+    key = request_key(endpoint, _rating(0))
+    ReplyCache(endpoint.cache_path()).put(key, "toy-model", "rating", {"text": "7", "top_logprobs": None}, 40, 2, 0.1)
+    [reply] = EndpointJudge(endpoint).ask([_rating(0)])
+    assert reply.text == "3" and len(server.requests) == 1
+
+
+def test_the_token_budget_counts_what_was_sent_when_the_server_says_less(tmp_path):
+    lying = lambda body, headers: Reply(body=completion("3", usage={"prompt_tokens": -1000, "completion_tokens": -10}))
+    with fake_endpoint(chat=lying) as server:
+        judge = EndpointJudge(LLMEndpoint(server.url, MODEL, cache=str(tmp_path / "c.sqlite"), token_budget=2), budget="b")
+        judge.ask([_rating(0)])
+        with pytest.raises(LLMError, match="token budget of 2 is spent"):
+            judge.ask([_rating(1)])
+    [record] = judge.take_records()
+    assert record["prompt_tokens"] >= 1 and record["completion_tokens"] >= 1
+
+
+def test_a_drip_endpoint_ends_at_the_question_deadline_not_per_read(tmp_path, monkeypatch):
+    """Two bytes a second with ``timeout: 1``: requests' per-read timeout never trips; the
+    question's tries and back-off together end within (retries + 1) x timeout."""
+    with fake_endpoint(chat=lambda body, headers: Reply(body=completion(), drip=0.5)) as server:
+        started = time.monotonic()
+        with pytest.raises(EndpointUnavailable, match=r"no complete reply within 1 s after \d tr"):
+            _judge_against(server, tmp_path, timeout=1, retries=2).ask([_rating(0)])
+        assert time.monotonic() - started < 3 * 1 + 1.5
+
+
+def test_the_check_ends_within_the_timeout_against_a_drip(tmp_path):
+    with fake_endpoint(models=lambda headers: Reply(body={"data": []}, drip=0.5)) as server:
+        started = time.monotonic()
+        with pytest.raises(LLMError, match=r"did not answer GET /models within 2 s"):
+            check_endpoint(LLMEndpoint(server.url, MODEL, timeout=2))
+        assert time.monotonic() - started < 3.5
+
+
+def test_the_check_asks_a_chat_request_once_per_process(tmp_path):
+    with fake_endpoint(chat=lambda body, headers: Reply(drop=True)) as dying:  # lists models, dies on a completion
+        started = time.monotonic()
+        with pytest.raises(LLMError, match=f"the LLM endpoint at {dying.url} did not answer a chat request"):
+            check_endpoint(LLMEndpoint(dying.url, MODEL, retries=4))
+        assert time.monotonic() - started < 5 and len(chats(dying)) == 1  # a lost connection is not retried here
+    with fake_endpoint(chat=lambda body, headers: Reply(body={"choices": [{"message": "3"}]})) as odd:
+        with pytest.raises(LLMError, match="answered a chat request with a malformed reply"):
+            check_endpoint(LLMEndpoint(odd.url, MODEL))
+    with fake_endpoint() as well:
+        for _ in range(3):
+            check_endpoint(LLMEndpoint(well.url, MODEL))
+        [probe] = chats(well)
+        assert probe["max_tokens"] == 1 and probe["logprobs"] is True  # asked as the judge asks
+
+
+def test_a_key_the_endpoint_echoes_never_reaches_a_message_a_cache_or_a_record(tmp_path, monkeypatch):
+    monkeypatch.setenv("JUDGE_KEY", KEY)
+
+    def echo(body, headers):
+        if body["messages"][-1]["content"] == "words 1":  # the key 187 characters in: a cut at 200 would halve it
+            return Reply(status=422, body=b"x" * 180 + headers["Authorization"].encode())
+        return Reply(body=completion(f"3 {headers['Authorization']}", top=((KEY, -4.0), ("3", -0.1))))
+
+    with fake_endpoint(chat=echo) as server:
+        judge = _judge_against(server, tmp_path, api_key_env="JUDGE_KEY")
+        [reply] = judge.ask([_rating(0)])
+        with pytest.raises(LLMError) as raised:
+            judge.ask([_rating(1)])
+    assert server.log[-1][2]["Authorization"] == f"Bearer {KEY}"  # sent, in the header only
+    assert reply.text == "3 Bearer [redacted]" and "[redacted]" in str(raised.value)
+    written = str(raised.value) + json.dumps(judge.take_records()) + (tmp_path / "cache.sqlite").read_bytes().decode("latin-1")
+    assert KEY[:8] not in written
+
+
+def test_a_base_url_with_a_key_in_it_is_refused_without_showing_it():
+    with pytest.raises(LLMError, match=r"llm.base_url http://\[redacted\]@127.0.0.1:9/v1 holds a user name or key") as raised:
+        LLMEndpoint(f"http://user:{KEY}@127.0.0.1:9/v1", MODEL)
+    assert KEY not in str(raised.value)
+    with pytest.raises(LLMError, match=r"llm.timeout must be a number in \[0.1, 3600\], got nan"):
+        LLMEndpoint("http://127.0.0.1:9/v1", MODEL, timeout=float("nan"))
+
+
+def test_the_cache_is_checked_before_any_work_and_never_another_programs_database(tmp_path):
+    store = tmp_path / "mlflow.db"
+    with sqlite3.connect(store) as connection:
+        connection.execute("CREATE TABLE experiments (id INTEGER)")
+    before = store.read_bytes()
+    on_store = LLMEndpoint("http://127.0.0.1:9/v1", MODEL, cache=str(store))
+    with pytest.raises(LLMError, match="the tracking store's database"):
+        check_reply_cache(on_store, f"sqlite:///{store}")
+    with pytest.raises(LLMError, match=r"another program's database \(it holds the tables experiments\)"):
+        check_reply_cache(on_store, "http://127.0.0.1:5000")  # the store elsewhere: its tables tell it apart
+    with pytest.raises(LLMError, match="another program's database"):
+        ReplyCache(store)  # where a worker opens it: refused before anything is changed
+    assert store.read_bytes() == before and not (tmp_path / "mlflow.db-wal").exists()
+    fresh = LLMEndpoint("http://127.0.0.1:9/v1", MODEL, cache=str(tmp_path / "new" / "cache.sqlite"))
+    assert check_reply_cache(fresh, f"sqlite:///{store}") == tmp_path / "new" / "cache.sqlite"
+    assert not (tmp_path / "new").exists()  # checked, not created

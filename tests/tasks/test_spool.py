@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import math
+import os
 import socket
 from pathlib import Path
 
@@ -11,7 +13,9 @@ import pytest
 from topicbench.tasks.artifacts import ArtifactFolder
 from topicbench.tasks.fit import OutputSummary, ScoredFit
 from topicbench.tasks.fit_record import FitRecord
-from topicbench.tasks.spool import SPOOL_VARIABLE, Spool, spool_root, store_name
+from topicbench.tasks.spool import (
+    MAX_RECORD_BYTES, SPOOL_VARIABLE, Spool, SpooledFit, UnusableEntry, spool_root, store_name, this_version,
+)
 
 
 def scored_fit(artifacts: ArtifactFolder) -> ScoredFit:
@@ -51,7 +55,7 @@ def test_a_spooled_fit_is_kept_whole_and_removed_once_logged(tmp_path):
     assert spool.keys() == set()
     entry = spool.put("key1", record, artifacts)
     assert not Path(artifacts.path).exists()  # moved, not copied
-    assert spool.keys() == {"key1"} and spool.record("key1") == record
+    assert spool.keys() == {"key1"} and spool.entry("key1") == SpooledFit(record, spool.artifacts("key1"))
     assert sorted(str(p.relative_to(spool.artifacts("key1"))) for p in spool.artifacts("key1").rglob("*")) == [
         "output", "output/matrices.npz", "topics.json"]
     assert entry == spool.folder / "key1"
@@ -94,3 +98,79 @@ def test_nan_never_reaches_the_record():
     record = FitRecord.of(ScoredFit(OutputSummary(float("inf"), 2, float("nan"), {}), {}, {}, {},
                                     ArtifactFolder("h", None)))
     assert all(math.isfinite(value) for value in record.metrics.values()) and "fit_seconds" not in record.metrics
+
+
+def _spooled(tmp_path) -> Spool:
+    """A spool with one whole entry, ``key``, of the fit :func:`scored_fit` makes."""
+    artifacts = artifact_folder(tmp_path)
+    spool = Spool(tmp_path / "spool")
+    spool.put("key", FitRecord.of(scored_fit(artifacts), "elda@tiny seed 0"), artifacts)
+    return spool
+
+
+def _edit_record(spool: Spool, change) -> None:
+    path = spool.folder / "key" / "run.json"
+    data = json.loads(path.read_text())
+    change(data)
+    path.write_text(json.dumps(data))
+
+
+#: (what is wrong with the entry, how to make it so, the reason its error gives)
+BAD_ENTRIES = [
+    ("run.json cut short", lambda s: (s.folder / "key" / "run.json").write_text('{"spool_format": 1, "rec'),
+     "run.json is not JSON (line 1, column 21"),
+    ("run.json not UTF-8", lambda s: (s.folder / "key" / "run.json").write_bytes(b"{\xff}"), "run.json is not UTF-8"),
+    ("run.json a folder", lambda s: ((s.folder / "key" / "run.json").unlink(), (s.folder / "key" / "run.json").mkdir()),
+     "run.json is not a regular file"),
+    ("run.json too large", lambda s: os.truncate(s.folder / "key" / "run.json", MAX_RECORD_BYTES + 1), "too large"),
+    ("a bare record (no envelope)", lambda s: _edit_record(s, lambda d: (d.clear(), d.update(params={}, tags={}, metrics={}))),
+     "not a spool entry of format 1"),
+    ("another topicbench version", lambda s: _edit_record(s, lambda d: d.update(topicbench_version="0.0.1")),
+     "made by topicbench '0.0.1', this is"),
+    ("a metric that is not a number", lambda s: _edit_record(s, lambda d: d["record"]["metrics"].update(fit_seconds="1")),
+     "metrics['fit_seconds'] is not a finite number"),
+    ("a NaN metric", lambda s: _edit_record(s, lambda d: d["record"]["metrics"].update(fit_seconds=float("nan"))),
+     "metrics['fit_seconds'] is not a finite number"),
+    ("a param that is not a string", lambda s: _edit_record(s, lambda d: d["record"]["params"].update(k=3)),
+     "params['k'] is not a string"),
+    ("a field of another version", lambda s: _edit_record(s, lambda d: d["record"].update(inputs=[])),
+     "unknown fields ['inputs']"),
+    ("no metrics", lambda s: _edit_record(s, lambda d: d["record"].pop("metrics")), "no field 'metrics'"),
+    ("a bad curve point", lambda s: _edit_record(s, lambda d: d["record"].update(curve=[[0, 1.0], ["x", 2.0]])),
+     "curve[1] is not a [step, finite value] pair"),
+    ("artifacts missing", lambda s: os.rename(s.artifacts("key"), s.folder / "elsewhere"), "its artifacts folder is missing"),
+    # a pipe would block the logging forever
+    ("an artifact that is a pipe", lambda s: os.mkfifo(s.artifacts("key") / "output" / "pipe"),
+     "artifacts/output/pipe is not a regular file"),
+    ("an artifact that is a dangling link", lambda s: (s.artifacts("key") / "gone.csv").symlink_to(s.folder / "nowhere"),
+     "artifacts/gone.csv is not a regular file"),
+]
+
+
+@pytest.mark.parametrize("name, spoil, reason", BAD_ENTRIES, ids=[entry[0] for entry in BAD_ENTRIES])
+def test_an_entry_that_cannot_be_logged_says_why_before_anything_is_logged(tmp_path, name, spoil, reason):
+    spool = _spooled(tmp_path)
+    spoil(spool)
+    with pytest.raises(UnusableEntry) as raised:
+        spool.entry("key")
+    assert reason in str(raised.value) and "\n" not in str(raised.value)
+
+
+def test_an_entry_records_the_version_that_made_its_fit(tmp_path):
+    data = json.loads((_spooled(tmp_path).folder / "key" / "run.json").read_text())
+    assert data["spool_format"] == 1 and data["topicbench_version"] == this_version() != "unknown"
+
+
+def test_an_entry_set_aside_is_kept_with_why_and_never_over_an_earlier_one(tmp_path):
+    spool = _spooled(tmp_path)
+    first = spool.set_aside("key", "run.json is not JSON")
+    assert first == spool.folder / "failed" / "key" and spool.keys() == set()
+    assert (first / "why.txt").read_text() == "run.json is not JSON\n"
+    assert (first / "run.json").is_file() and (first / "artifacts" / "topics.json").is_file()  # whole, for inspection
+    artifacts = artifact_folder(tmp_path / "again")
+    spool.put("key", FitRecord({}, {}, {}), artifacts)
+    second = spool.set_aside("key", "its artifacts folder is missing")
+    assert second != first and second.parent == first.parent and (first / "why.txt").is_file()
+    spool.put("other", FitRecord({}, {}, {}), artifact_folder(tmp_path / "third"))
+    spool.remove("other")  # the spool's folder holds failed/: it stays
+    assert sorted(p.name for p in spool.folder.iterdir()) == ["failed"]
