@@ -66,6 +66,11 @@ class TopicModel(abc.ABC):
     assigns_token_topics : bool
         Whether the output holds a topic per token (``output.token_topics``), which the posterior
         metrics need; a search refuses such an objective for a model without them before any fit.
+    topics_decided_by : str
+        Where the model chooses its own number of topics whatever K it is given: the settings that
+        decide it, in words (E-LDA: its ``kappa`` and ``generator``); empty for a model that takes
+        K. A config giving such a model ``num_topics`` is refused, naming these settings, since the
+        K would be silently ignored and the report compare models at different K unawares.
     uses_document_embeddings : bool
         Whether ``fit`` reads sentence embeddings of the documents (through
         :func:`topicbench.baselines.embeddings.document_embeddings`, from the model named by the
@@ -83,6 +88,7 @@ class TopicModel(abc.ABC):
     supports_transform: bool = False
     assigns_token_topics: bool = False
     uses_document_embeddings: bool = False
+    topics_decided_by: str = ""
     #: Values other than the default's type that a setting also takes, e.g. ``{"alpha": ("auto",)}``.
     setting_alternatives: dict = {}
 

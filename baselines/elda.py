@@ -56,6 +56,8 @@ class ELDAModel(TopicModel):
 
     name = "elda"
     assigns_token_topics = True
+    topics_decided_by = ("kappa (topics per document: the budget is floor(kappa x documents)) and generator "
+                         "(which keyword topics are candidates)")
     defaults = {
         "kappa": 2.0,
         "generator": DEFAULT_GENERATOR,

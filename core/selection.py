@@ -164,6 +164,33 @@ def one_standard_error_choice(points, *, higher_is_better: bool, complexity: Cal
     )
 
 
+def summarise_scores(point, scores) -> PointSummary:
+    """One point's per-seed ``scores`` (NaN for a failed seed) as a :class:`PointSummary`.
+
+    >>> summary = summarise_scores("K=10", [0.1, 0.3, float("nan")])
+    >>> round(summary.mean, 3), round(summary.se, 3), summary.n, summary.n_excluded
+    (0.2, 0.1, 2, 1)
+    """
+    return _summarise(point, np.asarray(scores, dtype=np.float64).ravel())
+
+
+def beyond_noise(better: PointSummary, worse: PointSummary, *, higher_is_better: bool) -> bool | None:
+    """Whether ``better``'s mean beats ``worse``'s by more than one standard error of the difference.
+
+    The difference of two means over independent seeds has standard error √(se₁² + se₂²); a
+    difference within it is not told apart from the seeds' noise. None where either side has no
+    standard error (fewer than two finite scores): nothing can be said.
+
+    >>> a, b = summarise_scores("a", [0.50, 0.52]), summarise_scores("b", [0.40, 0.42])
+    >>> beyond_noise(a, b, higher_is_better=True), beyond_noise(b, a, higher_is_better=True)
+    (True, False)
+    """
+    if math.isnan(better.se) or math.isnan(worse.se):
+        return None
+    sign = 1.0 if higher_is_better else -1.0
+    return bool(sign * (better.mean - worse.mean) > math.hypot(better.se, worse.se))
+
+
 def pareto_front(values, higher_is_better) -> np.ndarray:
     """Indices of the non-dominated points of several objectives (ascending).
 

@@ -10,9 +10,8 @@ disk filled up, an interrupt during its logging) is kept in the spool
 (:mod:`~topicbench.tasks.spool`), whose folder the command's last line names, and the next run
 of the same config logs it without refitting. Once the store is found gone it is not waited on
 again: the fits still running are spooled as they end, and the flow then fails naming the spool.
-A spooled fit that cannot be logged is said once, in a warning naming its entry and why, and
-moved aside (:meth:`~topicbench.tasks.spool.Spool.set_aside`): its run is fitted again, and the
-benchmark goes on.
+A spooled fit that cannot be logged is named once in a warning with why, moved aside
+(:meth:`~topicbench.tasks.spool.Spool.set_aside`) and fitted again; the benchmark goes on.
 Runs that another process holds are waited for after this process's own, and claimed again if
 their claim ends otherwise than FINISHED, so that every run ends done whichever process does it.
 """
@@ -483,7 +482,8 @@ def run_benchmark(config: BenchmarkConfig):
     check_tracking_uri(config.tracking_uri)  # before any work: an unusable store fails now
     check_free_space(config.tracking_uri)
     prefect_defaults()
-    with shared_prefect_server(uses_worker_processes(config.workers, config.scheduler)):
+    prepare_store = lambda: Tracker(config.tracking_uri, config.experiment)  # noqa: E731 (while the server starts)
+    with shared_prefect_server(uses_worker_processes(config.workers, config.scheduler), meanwhile=prepare_store):
         runner = task_runner(config.workers, config.scheduler)
         state = benchmark.with_options(task_runner=runner)(config, return_state=True)
     raise_flow_error(state)

@@ -61,6 +61,12 @@ def run_search_command(args) -> int:
         print(f"  {choice.label} on {choice.corpus}: {point_text(choice.point, missing='no choice (no trial finished)')} ({choice.rule})")
         for message in choice.messages:
             print(f"    note: {message}")
+    for recommendation in outcome["recommendations"]:
+        print(f"recommended on {recommendation.corpus}: {recommendation.headline()}")
+        for disagreement in recommendation.disagreements:
+            print(f"  but {disagreement}")
+    for warning in outcome["warnings"]:
+        print(f"caution: {warning}")
     command = f"topicbench search {args.config}" + (f" --tracking-uri {config.tracking_uri}" if args.tracking_uri else "")
     written = write_study_report(study_report(outcome, plan.objectives, command, storage_label(storage)),
                                  outcome["chosen_config"], out)

@@ -3,19 +3,24 @@
 MLflow 3's UI lands on its GenAI overview (traces, latency, token cost), where a benchmark's runs
 do not show; the runs view of an experiment, with ``workflowType=machine_learning`` in the URL,
 opens straight on the runs table (an experiment tag alone does not change the landing view). The
-command prints that URL, and opens it in a browser where a graphical one is available.
+command prints that URL once the server answers it, and opens it in a browser where a graphical
+one is available.
+
+The server is MLflow's with one worker process and no job runner (``mlflow server`` starts four
+workers and a job runner by default, each importing MLflow: on a 2-core machine the URL answered
+about a minute after the command started, for one reader of a local store).
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from topicbench.core.validation import InputError
 from topicbench.flows.checks import check_port_free, experiment_name, port_number
 from topicbench.flows.cli_common import require_existing_store, require_experiment, tracking_uri
 from topicbench.flows.config import DEFAULT_TRACKING_URI
@@ -25,8 +30,11 @@ logger = logging.getLogger("topicbench")
 #: The only address the UI listens on: it shows every tracked run and has no login.
 UI_HOST = "127.0.0.1"
 DEFAULT_UI_PORT = 5000
-#: How long the server may take to listen before the browser is left unopened (the URL is printed).
+#: How long the server may take to answer before the command prints the URL with a warning instead.
 UI_START_SECONDS = 60.0
+#: The one worker process serving the UI, and no MLflow job runner (jobs are GenAI evaluations).
+UI_SERVER_OPTIONS = ("--workers", "1")
+UI_SERVER_ENVIRONMENT = {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
 #: Runs a topicbench command made (benchmark, fit, search, calibration): each carries this tag.
 TOPICBENCH_RUNS_FILTER = "tags.`topicbench.role` LIKE '%'"
 
@@ -54,19 +62,36 @@ def run_ui_command(args) -> int:
     require_existing_store(uri)
     experiment = ui_experiment(uri, args.experiment)
     check_port_free(args.port, UI_HOST)
-    view = shared_runs_view(uri, experiment) if experiment is not None else None
-    url = runs_view_url(args.port, experiment.experiment_id if experiment is not None else None, view)
-    if experiment is not None:
-        print(f"MLflow UI for {uri}: the runs of experiment {experiment.name!r} at {url} (Ctrl-C stops it)")
-    else:
-        print(f"MLflow UI for {uri} at {url}: no experiment holds topicbench runs yet (Ctrl-C stops it)")
-    server = start_ui_server(uri, args.port)
+    server = start_ui_server(uri, args.port)  # starting while the view is written
     try:
-        if args.browser and browser_available() and wait_until_listening(server, args.port):
+        view = shared_runs_view(uri, experiment) if experiment is not None else None
+        url = runs_view_url(args.port, experiment.experiment_id if experiment is not None else None, view)
+        answering = wait_until_answering(server, args.port)
+        if not answering and server.poll() is not None:
+            raise UIServerError(f"MLflow's UI server exited with status {server.returncode} before answering on "
+                                f"{UI_HOST}:{args.port}; its messages are above")
+        print(ui_ready_line(uri, experiment, url, answering))
+        if answering and args.browser and browser_available():
             open_in_browser(url)
         return server.wait()
+    except KeyboardInterrupt:  # Ctrl-C (or SIGTERM): the ordinary way to stop the UI, not a failure
+        pass
     finally:
         stop_process_group(server)
+    print(f"stopped the MLflow UI on {UI_HOST}:{args.port}", file=sys.stderr)
+    return 0
+
+
+class UIServerError(InputError):
+    """MLflow's UI server ended before it answered (e.g. a store it cannot open)."""
+
+
+def ui_ready_line(uri: str, experiment, url: str, answering: bool) -> str:
+    """The line that gives the URL: printed once the server answers it (else with a warning)."""
+    where = (f"the runs of experiment {experiment.name!r} at {url}" if experiment is not None
+             else f"{url}: no experiment holds topicbench runs yet")
+    late = "" if answering else f" (not answering after {UI_START_SECONDS:.0f} s: it may still be starting)"
+    return f"MLflow UI for {uri}: {where}{late} (Ctrl-C stops it)"
 
 
 def runs_view_url(port: int, experiment_id: str | None, view: str | None = None, host: str = UI_HOST) -> str:
@@ -80,18 +105,21 @@ def runs_view_url(port: int, experiment_id: str | None, view: str | None = None,
 
 
 def shared_runs_view(uri: str, experiment) -> str | None:
-    """Write the experiment's runs view with the key metrics as columns
+    """Write the experiment's runs view, with the scores its benchmark's config asked for and the
+    key metrics as columns
     (:func:`~topicbench.tasks.runs_view.share_runs_view`); its key, or None where the store does
     not take it (the plain runs view then, with a warning)."""
     from mlflow.tracking import MlflowClient
 
+    from topicbench.tasks.report import collect_config
     from topicbench.tasks.runs_view import share_runs_view
     from topicbench.tasks.run_claims import FIT_ROLE, ROLE_TAG
     from topicbench.tasks.store_filters import runs_filter
 
     try:
+        requested = (collect_config(uri, experiment.name) or {}).get("metrics") or ()
         return share_runs_view(MlflowClient(uri), experiment.experiment_id,
-                               fit_filter=runs_filter({ROLE_TAG: FIT_ROLE}))
+                               fit_filter=runs_filter({ROLE_TAG: FIT_ROLE}), requested=requested)
     except Exception as error:  # noqa: BLE001 - the runs view opens without it
         logger.warning("the runs view with the key metrics as columns was not saved (%s); the UI opens on its default "
                        "columns", error)
@@ -123,8 +151,8 @@ def start_ui_server(uri: str, port: int) -> subprocess.Popen:
 
     mlflow = shutil.which("mlflow") or str(Path(sys.executable).with_name("mlflow"))
     return subprocess.Popen(
-        [mlflow, "ui", "--backend-store-uri", uri, "--host", UI_HOST, "--port", str(port)],
-        start_new_session=True,
+        [mlflow, "ui", "--backend-store-uri", uri, "--host", UI_HOST, "--port", str(port), *UI_SERVER_OPTIONS],
+        env={**os.environ, **UI_SERVER_ENVIRONMENT}, start_new_session=True,
     )
 
 
@@ -143,15 +171,21 @@ def browser_available() -> bool:
     return type(browser) is not webbrowser.GenericBrowser  # GenericBrowser: a console one, run in the foreground
 
 
-def wait_until_listening(server: subprocess.Popen, port: int, timeout: float = UI_START_SECONDS) -> bool:
-    """Whether the server listens on 127.0.0.1:``port`` within ``timeout`` seconds (False at once
-    when it has exited): a browser opened before then shows an error page."""
+def wait_until_answering(server: subprocess.Popen, port: int, timeout: float = UI_START_SECONDS) -> bool:
+    """Whether the server answers ``/health`` on 127.0.0.1:``port`` within ``timeout`` seconds
+    (False at once when it has exited). A port that listens is not enough: a URL followed before
+    the app has loaded shows an error page."""
+    import urllib.error
+    import urllib.request
+
     deadline = time.monotonic() + timeout
     while server.poll() is None and time.monotonic() < deadline:
-        with socket.socket() as probe:
-            probe.settimeout(1.0)
-            if probe.connect_ex((UI_HOST, port)) == 0:
-                return True
+        try:
+            with urllib.request.urlopen(f"http://{UI_HOST}:{port}/health", timeout=2.0) as answer:
+                if answer.status == 200:
+                    return True
+        except (urllib.error.URLError, OSError):  # not listening yet, or not ready
+            pass
         time.sleep(0.25)
     return False
 

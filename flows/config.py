@@ -119,6 +119,11 @@ class ModelSpec:
                 f"{where}: model {self.name!r} ({self.model}) has no setting {unknown[0]!r}; "
                 f"its settings: {', '.join(sorted(model_class.defaults))}"
             )
+        if self.num_topics is not None and model_class.topics_decided_by:
+            raise InputError(
+                f"{where} ({self.name}): num_topics does not apply to {self.model}, which chooses how many topics it "
+                f"uses from {model_class.topics_decided_by}; leave num_topics out and set those instead"
+            )
         try:
             self.build(models)
         except InputError as error:

@@ -1,22 +1,28 @@
-"""The report flow: tracked runs of one experiment -> results/<experiment>/report.{md,html}.
+"""The report: tracked runs of one experiment -> results/<experiment>/report.{md,html}.
 
 collect (the run table, the benchmark's config and, when the report shows it, each model's stability
 across seeds from the runs' outputs) -> build the sections the config names (pure)
 -> write the plots, the Markdown and the HTML. Every report goes through here: ``topicbench run``,
-``topicbench report`` and ``topicbench paper``.
+``topicbench report``, ``topicbench serve`` and ``topicbench paper``.
+
+A report orchestrates nothing (it reads a store and writes files, one step after the other), so
+it is plain functions, not a Prefect flow: a flow would need a Prefect API, and without one of the
+user's, Prefect starts a temporary server for it (about 20 s on a busy machine, for a report that
+takes 2).
 """
 
 from __future__ import annotations
 
 import shlex
+from dataclasses import replace
 from pathlib import Path
-
-from prefect import flow
 
 from topicbench.core.io import file_name_for
 from topicbench.tasks.report import (
-    collect_config_task, collect_runs, collect_stability_task, log_report_to_parent_task, write_report_task,
+    collect_config, collect_runs, collect_topic_scores, log_report_to_parent, write_report,
 )
+from topicbench.tasks.report_stability import collect_stability
+from topicbench.tasks.report_summary import k_differences
 from topicbench.tasks.report_sections import DEFAULT_REPORT_SECTIONS, REPORT_SECTIONS, ReportData, build_report
 
 # The paper's sections (our figures beside the paper's) sit with the paper's figures in
@@ -47,7 +53,6 @@ def report_sections(config: dict | None, sections=None) -> tuple:
     return tuple(sections or (config or {}).get("report_sections") or DEFAULT_REPORT_SECTIONS)
 
 
-@flow(name="report", validate_parameters=False)
 def report(experiment: str, tracking_uri: str, folder: str | None = None, command: str = "", notes: str = "",
            sections=None) -> dict:
     """Write the report of ``experiment`` into ``folder`` (default: results/<experiment>).
@@ -71,14 +76,17 @@ def report(experiment: str, tracking_uri: str, folder: str | None = None, comman
         ``markdown`` and ``html`` paths, ``finished`` and ``failed`` run counts.
     """
     runs = collect_runs(tracking_uri, experiment)
-    config = collect_config_task(tracking_uri, experiment)
+    config = collect_config(tracking_uri, experiment)
     sections = report_sections(config, sections)
     folder = folder or str(default_report_folder(experiment))
     command = command or f"topicbench report --experiment {shlex.quote(experiment)} --tracking-uri {shlex.quote(tracking_uri)}"
     # the runs' outputs are read only for a report that shows their stability (a download per run)
-    stability = collect_stability_task(tracking_uri, runs) if "stability" in sections else None
+    stability = collect_stability(tracking_uri, runs) if "stability" in sections else None
     data = ReportData(runs=runs, experiment=experiment, command=command, config=config, notes=notes,
                       calibration=_judge_calibration(tracking_uri, config, runs), stability=stability)
-    written = write_report_task(build_report(data, sections), data, folder)
-    written["parent_run_id"] = log_report_to_parent_task(tracking_uri, experiment, written["files"])
+    if "summary" in sections:  # each topic's scores are read only where models side by side differ in K
+        unequal = k_differences(runs, models=data.models, corpora=data.corpora)
+        data = replace(data, topic_scores=collect_topic_scores(tracking_uri, runs, unequal) if unequal else None)
+    written = write_report(build_report(data, sections), data, folder)
+    written["parent_run_id"] = log_report_to_parent(tracking_uri, experiment, written["files"])
     return written

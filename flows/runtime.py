@@ -6,7 +6,9 @@ each start their own unless ``PREFECT_API_URL`` points at a real one, so unless 
 URL to the flow and to every worker through the environment. We start it ourselves, rather than
 letting Prefect start its ephemeral one, to wait for it patiently, retry a failed start once, and
 tie its life to ours: on Linux it dies with this process even on SIGKILL (``PR_SET_PDEATHSIG``).
-Dask's local worker processes already exit when their parent dies.
+Dask's local worker processes already exit when their parent dies. The server starts in a
+background thread while the command does work that needs no Prefect API (a new tracking store's
+migrations): both take seconds, and they overlap.
 
 ``python -m topicbench.flows.runtime --die-with-parent PID -- COMMAND...`` is the guard that
 starts the server: it asks the kernel to SIGTERM it when its parent dies, then execs COMMAND.
@@ -19,6 +21,8 @@ import functools
 import logging
 import os
 import sys
+import threading
+from collections.abc import Callable
 
 from topicbench.core.dask_cluster import local_cluster_options
 
@@ -50,12 +54,19 @@ def prefect_defaults() -> None:
 
 
 @contextlib.contextmanager
-def shared_prefect_server(workers_need_it: bool):
+def shared_prefect_server(workers_need_it: bool, meanwhile: Callable[[], object] | None = None):
     """The Prefect API the flow (and its Dask worker processes) talk to, for the block.
 
     The user's ``PREFECT_API_URL`` when set (exported to the environment for worker processes
     when ``workers_need_it``); otherwise a temporary server of ours, stopped when the block ends
     however it ends. Yields the API URL.
+
+    Parameters
+    ----------
+    workers_need_it : bool
+    meanwhile : callable, optional
+        Work that needs no Prefect API (preparing the tracking store), done in this thread before
+        the block, while a temporary server starts in another.
 
     Raises
     ------
@@ -67,18 +78,21 @@ def shared_prefect_server(workers_need_it: bool):
 
     configured = os.environ.get("PREFECT_API_URL") or PREFECT_API_URL.value()
     if configured:
+        if meanwhile is not None:
+            meanwhile()
         with _environment("PREFECT_API_URL", configured if workers_need_it else os.environ.get("PREFECT_API_URL")):
             yield configured
         return
-    server = start_prefect_server(_startup_seconds())
+    owner = _start_while(meanwhile or (lambda: None))
     try:
+        server = owner.server()
         with _serving(server):
             try:
                 yield server.api_url
             finally:
                 _drain_prefect_workers()
     finally:
-        server.stop()
+        owner.release()
 
 
 def start_prefect_server(timeout: float):
@@ -111,6 +125,59 @@ def start_prefect_server(timeout: float):
         f"raise {STARTUP_TIMEOUT_SETTING} (now {timeout:.0f}) on a busy machine, or point PREFECT_API_URL "
         f"at a running server (`prefect server start`)"
     )
+
+
+class _ServerOwner:
+    """A temporary server (:func:`start_prefect_server`) started by a thread of its own while the
+    caller goes on. The thread stays until :meth:`release` (then stops the server): the kernel's
+    die-with-parent signal follows the *thread* that started a process, so a thread that ended
+    after the start would take the server down with it."""
+
+    def __init__(self):
+        from concurrent.futures import Future
+
+        self._started, self._released = Future(), threading.Event()
+        # a daemon: should this process end without release, the server dies with the thread
+        self._thread = threading.Thread(target=self._own, name="prefect-server", daemon=True)
+        self._thread.start()
+
+    def _own(self) -> None:
+        try:
+            server = start_prefect_server(_startup_seconds())
+        except BaseException as error:  # noqa: BLE001 - handed to the caller by server()
+            self._started.set_exception(error)
+            return
+        self._started.set_result(server)
+        self._released.wait()
+        server.stop()
+
+    def server(self):
+        """The started server (waits for the start); raises what the start raised."""
+        return self._started.result()
+
+    def release(self, wait: bool = True) -> None:
+        """Stop the server once its start ends (at once when it has), waiting for that if ``wait``."""
+        self._released.set()
+        if wait:
+            self._thread.join()
+
+
+def _start_while(meanwhile: Callable[[], object]) -> _ServerOwner:
+    """A temporary server starting in the background while ``meanwhile()`` runs here, then
+    waited for. When ``meanwhile`` fails or is interrupted, the server is stopped as soon as its
+    start ends, not waited for (Ctrl-C ends the command at once)."""
+    # Prefect's server module imported here first: imported in the thread while ``meanwhile``
+    # opens an MLflow store, SQLAlchemy's configure_mappers (global, run by MLflow) would meet
+    # Prefect's half-imported ORM models ("expression 'Deployment' failed to locate a name")
+    _guarded_server_class()
+    owner = _ServerOwner()
+    try:
+        meanwhile()
+        owner.server()
+    except BaseException:
+        owner.release(wait=False)
+        raise
+    return owner
 
 
 def _startup_seconds() -> float:

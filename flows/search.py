@@ -1,7 +1,9 @@
 """The search flow: per (corpus, model), a study over the model's space (a grid, or Optuna's TPE or
 NSGA-II), several seeds per point, each seed's fit the same tracked nested run as a benchmark's,
 all under one parent run per search; then each model's setting chosen by the one-standard-error
-rule, a report, and a config with the chosen settings.
+rule, a recommendation across the models (with its runners-up within noise and every trial that
+beats it on some objective), a report, and a config with the chosen settings whose runs are the
+search's own fits (so running it fits nothing the search fitted).
 
 Trials are asked in batches (per model ``search.batch``; a grid's whole grid at once), and a
 batch's trials x seeds are fitted together on the config's task runner (Dask workers, local or
@@ -25,18 +27,18 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from prefect import flow, get_run_logger
 
 from topicbench.core.search_space import STABILITY, point_complexity, point_label, point_model, point_text
-from topicbench.core.selection import one_standard_error_choice
+from topicbench.core.selection import PointSummary, beyond_noise, one_standard_error_choice, summarise_scores
 from topicbench.tasks.corpus import check_topics_fit, corpus_splits, load_corpus
 from topicbench.tasks.spool import Spool
 from topicbench.tasks.study import ModelStudy, check_storage, open_storage, study_name
 from topicbench.tasks.store_checks import TrackingError, check_free_space, check_tracking_uri, store_unavailable
 from topicbench.tasks.tracking import Tracker
-from topicbench.tasks.trial_results import trial_result
+from topicbench.tasks.trial_results import fit_topics, trial_result
 
 from .benchmark import Job, Ledger, fit_jobs, raise_flow_error, store_gone_message
 from .config import BenchmarkConfig, ModelSpec
@@ -45,6 +47,10 @@ from .runtime import prefect_defaults, shared_prefect_server, task_runner, uses_
 from .search_plan import SearchPlan
 
 logger = logging.getLogger(__name__)
+
+#: Seeds per point below which a standard error rests on too few values for the one-standard-error
+#: rule (and "within noise") to mean much: with two, the se is |x₁ − x₂| / 2, itself very noisy.
+FEW_SEEDS = 3
 
 
 @dataclass
@@ -73,7 +79,7 @@ def search(config: BenchmarkConfig, plan: SearchPlan, storage_url: str) -> dict:
     try:
         with tracker.heartbeat():
             studies, counts = _search(config, plan, storage_url, tracker, parent, ledger)
-        outcome = summarise(config, plan, studies, counts, parent)
+        outcome = summarise(config, plan, studies, counts, parent, tracker.client)
         tracker.close_parent(parent, outcome_record(outcome), counts.failed)
         return outcome
     except BaseException as error:  # interrupts included: nothing is left RUNNING
@@ -173,7 +179,11 @@ class ModelChoice:
     messages : tuple of str
         Warnings (the choice on the space's edge, failed seeds, one point).
     trials : list of dict
-        Every finished trial: number, state, point, objective means and sds, seeds, fit seconds.
+        Every finished trial: number, state, point, objective means and sds, seeds, run ids, fit seconds.
+    topics : tuple of str
+        The chosen fit's topics (its first finished seed's), each its top words; empty where not read.
+    topics_seed : int or None
+        The seed whose fit ``topics`` are.
     """
 
     corpus: str
@@ -183,6 +193,8 @@ class ModelChoice:
     rule: str
     messages: tuple
     trials: list
+    topics: tuple = ()
+    topics_seed: int | None = None
 
 
 def choose(plan: SearchPlan, corpus: str, label: str, study: ModelStudy) -> ModelChoice:
@@ -201,7 +213,7 @@ def choose(plan: SearchPlan, corpus: str, label: str, study: ModelStudy) -> Mode
     best = choice.summary(choice.best)
     direction = "above" if primary.higher_is_better else "below"
     rule = (f"the simplest point whose mean {primary.key} is within one standard error of the best "
-            f"({best.mean:.4g} ± {best.se:.2g} at {point_text(choice.best)}: {direction} {choice.threshold:.4g})"
+            f"(best mean {best.mean:.4g}, se {best.se:.2g}, at {point_text(choice.best)}: {direction} {choice.threshold:.4g})"
             if choice.rule_applied else f"the best mean {primary.key} (one seed: no standard error)")
     return ModelChoice(corpus, label, dict(choice.choice), dict(choice.best), rule, tuple(choice.messages), trials)
 
@@ -210,26 +222,175 @@ def _trial_row(plan: SearchPlan, trial) -> dict:
     per_seed = {key: [math.nan if v is None else v for v in values]
                 for key, values in trial.user_attrs.get("per_seed", {}).items()}
     row = {"number": trial.number, "state": trial.state.name, "point": dict(trial.params), "per_seed": per_seed,
-           "seeds": trial.user_attrs.get("seeds", []), "fit_seconds": trial.user_attrs.get("fit_seconds", [])}
+           "seeds": trial.user_attrs.get("seeds", []), "run_ids": trial.user_attrs.get("run_ids", []),
+           "fit_seconds": trial.user_attrs.get("fit_seconds", [])}
     for objective in plan.objectives:
         values = [v for v in per_seed.get(objective.key, []) if math.isfinite(v)]
         row[objective.key] = sum(values) / len(values) if values else math.nan
     return row
 
 
-def summarise(config: BenchmarkConfig, plan: SearchPlan, studies: dict, counts: SearchCounts, parent: str) -> dict:
-    """The search's outcome: each model's choice, the counts, the chosen config."""
+def summarise(config: BenchmarkConfig, plan: SearchPlan, studies: dict, counts: SearchCounts, parent: str,
+              client=None) -> dict:
+    """The search's outcome: each model's choice (with its chosen fit's topics, read through
+    ``client`` where given), the recommendation across models per corpus, the warnings that hold
+    for every choice, the counts, the chosen config."""
     choices = [choose(plan, corpus.name, model.name, study) for corpus, model, study in studies.values()]
+    if client is not None:
+        choices = [with_chosen_topics(client, choice) for choice in choices]
+    corpora = list(dict.fromkeys(choice.corpus for choice in choices))
     return {"experiment": config.experiment, "parent_run_id": parent, "choices": choices, "counts": counts,
-            "chosen_config": chosen_config(config, choices)}
+            "recommendations": [recommend(plan, [c for c in choices if c.corpus == corpus]) for corpus in corpora],
+            "warnings": seed_warnings(config.seeds), "chosen_config": chosen_config(config, choices)}
+
+
+def seed_warnings(seeds) -> tuple:
+    """What holds for every choice of a search over ``seeds``: too few seeds make its standard errors loose."""
+    if len(seeds) >= FEW_SEEDS or len(seeds) < 2:  # one seed: each choice says it has no standard error
+        return ()
+    return (f"{len(seeds)} seeds per point: each standard error rests on {len(seeds)} values, so the "
+            "one-standard-error rule and 'within noise' are loose (a lucky pair of seeds decides); "
+            f"run {FEW_SEEDS} or more seeds (e.g. --seeds {' '.join(map(str, range(FEW_SEEDS)))}) before trusting a choice",)
+
+
+def with_chosen_topics(client, choice: ModelChoice) -> ModelChoice:
+    """``choice`` with the topics of its chosen fit (its first finished seed) read from the store."""
+    chosen = chosen_trial(choice)
+    for seed, run_id in zip(chosen["seeds"], chosen["run_ids"]) if chosen else ():
+        topics = fit_topics(client, run_id)
+        if topics is not None:
+            return replace(choice, topics=tuple(topics), topics_seed=seed)
+    return choice
+
+
+def chosen_trial(choice: ModelChoice) -> dict | None:
+    """The finished trial at the choice's point (None where nothing was chosen)."""
+    return next((t for t in choice.trials if t["state"] == "COMPLETE" and t["point"] == choice.point), None)
+
+
+# -- recommending across models -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """What to use on one corpus, across its models.
+
+    Each model stands at its chosen setting (the one-standard-error rule, :func:`choose`); the
+    recommendation is the one with the best mean of the first objective. A runner-up's mean is
+    within one standard error of the difference (√(se₁² + se₂²)) of it: the seeds cannot tell the
+    two apart. A disagreement is a trial of any model and setting that beats the recommendation on
+    some objective by more than that.
+
+    Attributes
+    ----------
+    corpus, objective : str
+        The corpus; the objective that decides (the first).
+    label : str or None
+        The recommended model (None: no model has a finished trial).
+    point : dict or None
+        Its chosen setting.
+    summary : PointSummary or None
+        Its first objective over seeds.
+    runners_up : tuple of (label, point, PointSummary)
+        Models within noise of it, best first.
+    undecided : tuple of (label, point, PointSummary)
+        Models it cannot be told from because one side has no standard error (one finite score).
+    disagreements : tuple of str
+        One sentence per trial that beats it on some objective beyond noise (its best on each).
+    """
+
+    corpus: str
+    objective: str
+    label: str | None
+    point: dict | None
+    summary: PointSummary | None
+    runners_up: tuple = ()
+    undecided: tuple = ()
+    disagreements: tuple = ()
+
+    @property
+    def rule(self) -> str:
+        return (f"each model at its chosen setting; of these, the best mean {self.objective}; a runner-up differs "
+                "from it by no more than one standard error of the difference, √(se₁² + se₂²), so the seeds "
+                "cannot tell them apart")
+
+    def headline(self) -> str:
+        """The recommendation in a line, e.g. ``use gibbs_lda at K=10 (npmi@10 mean 0.12, se 0.01, 3 seeds)``."""
+        if self.label is None:
+            return "no recommendation: no model has a finished trial"
+        text = f"use {self.label} at {point_text(self.point)} ({self.objective} {_mean_se(self.summary)})"
+        if self.runners_up:
+            text += "; within noise of it: " + ", ".join(f"{label} at {point_text(point)} ({_mean_se(summary)})"
+                                                        for label, point, summary in self.runners_up)
+        if self.undecided:
+            text += "; not told apart (one seed, no se): " + ", ".join(
+                f"{label} at {point_text(point)}" for label, point, _ in self.undecided)
+        return text
+
+
+def recommend(plan: SearchPlan, choices: list) -> Recommendation:
+    """The :class:`Recommendation` across the ``choices`` of one corpus."""
+    primary = plan.objectives[0]
+    corpus = choices[0].corpus if choices else ""
+    standing = []
+    for choice in choices:
+        trial = chosen_trial(choice)
+        if trial is not None and trial["per_seed"].get(primary.key):
+            summary = summarise_scores(choice.point, trial["per_seed"][primary.key])
+            if summary.n:
+                standing.append((choice.label, choice.point, summary))
+    if not standing:
+        return Recommendation(corpus, primary.key, None, None, None)
+    sign = 1.0 if primary.higher_is_better else -1.0
+    standing.sort(key=lambda item: -sign * item[2].mean)  # stable: ties keep the config's order
+    label, point, summary = standing[0]
+    runners_up, undecided = [], []
+    for other in standing[1:]:
+        separated = beyond_noise(summary, other[2], higher_is_better=primary.higher_is_better)
+        if separated is None:
+            undecided.append(other)
+        elif not separated:
+            runners_up.append(other)
+    disagreements = _disagreements(plan, choices, label, point)
+    return Recommendation(corpus, primary.key, label, point, summary, tuple(runners_up), tuple(undecided), disagreements)
+
+
+def _disagreements(plan: SearchPlan, choices: list, label: str, point: dict) -> tuple:
+    """Per trial that beats the recommendation (``label`` at ``point``) beyond noise on some
+    objective, a sentence naming the objectives (each objective's best such trial only)."""
+    trials = [(c.label, t) for c in choices for t in c.trials if t["state"] == "COMPLETE"]
+    recommended = next(t for name, t in trials if name == label and t["point"] == point)
+    beaten = {}
+    for objective in plan.objectives:
+        ours = summarise_scores(point, recommended["per_seed"].get(objective.key) or [math.nan])
+        sign = 1.0 if objective.higher_is_better else -1.0
+        better = [(name, trial, summarise_scores(trial["point"], trial["per_seed"][objective.key]))
+                  for name, trial in trials if trial is not recommended and trial["per_seed"].get(objective.key)]
+        better = [item for item in better
+                  if beyond_noise(item[2], ours, higher_is_better=objective.higher_is_better)]
+        if better:
+            name, trial, theirs = max(better, key=lambda item: sign * item[2].mean)
+            beaten.setdefault((name, trial["number"]), (trial, []))[1].append(
+                f"{objective.key} ({theirs.mean:.4g} vs {ours.mean:.4g})")
+    return tuple(f"{name} at {point_text(trial['point'])} beats it beyond noise on {' and '.join(found)}"
+                 for (name, _), (trial, found) in beaten.items())
+
+
+def _mean_se(summary: PointSummary) -> str:
+    spread = f", se {summary.se:.2g}" if math.isfinite(summary.se) else ", no se"
+    return f"mean {summary.mean:.4g}{spread}, {summary.n} seed{'s' if summary.n != 1 else ''}"
 
 
 def chosen_config(config: BenchmarkConfig, choices: list) -> dict:
     """The benchmark config with each model at its chosen setting (the first corpus's choice where
-    several corpora were searched), the search block left out: ready for ``topicbench run``."""
+    several corpora were searched), the search block left out: ready for ``topicbench run``.
+
+    It keeps the search's experiment, seeds and metrics, and labels each model as its search did
+    (``gensim_lda[num_topics=10]``), so each of its runs has the run key of a fit the search
+    already finished: ``topicbench run chosen.yaml`` on the same store fits nothing the search
+    fitted, and its report finds those runs under the config's labels."""
     data = config.to_dict()
     data.pop("search", None)
-    data["experiment"] = f"{config.experiment}-chosen"
     picked = {}
     for choice in choices:
         picked.setdefault(choice.label, choice.point)
@@ -238,8 +399,8 @@ def chosen_config(config: BenchmarkConfig, choices: list) -> dict:
         label = item.get("label") or item["model"]
         point = picked.get(label) or {}
         num_topics, settings = point_model(item.get("num_topics"), item.get("settings") or {}, point)
-        models.append({key: value for key, value in {**item, "num_topics": num_topics, "settings": settings}.items()
-                       if value is not None})
+        models.append({key: value for key, value in {**item, "label": point_label(label, point), "num_topics": num_topics,
+                                                      "settings": settings}.items() if value is not None})
     data["models"] = models
     return {key: value for key, value in data.items() if value is not None}
 
@@ -250,6 +411,9 @@ def outcome_record(outcome: dict) -> dict:
         "experiment": outcome["experiment"],
         "choices": [{"corpus": c.corpus, "model": c.label, "chosen": c.point, "best": c.best, "rule": c.rule,
                      "messages": list(c.messages)} for c in outcome["choices"]],
+        "recommendations": [{"corpus": r.corpus, "recommendation": r.headline(), "rule": r.rule,
+                             "disagreements": list(r.disagreements)} for r in outcome["recommendations"]],
+        "warnings": list(outcome["warnings"]),
         "counts": dict(vars(outcome["counts"])),
     }
 

@@ -2,7 +2,8 @@
 
 A fit scored on its worker writes its output (``output/`` with ``output.json`` and
 ``matrices.npz``, ``topics.json``, ``topics.csv``; ``topic_scores.csv``, each topic's own
-scores) to a temporary folder and sends the flow its
+scores; ``topic_documents.json``, each topic's documents and example excerpts) to a temporary
+folder and sends the flow its
 :class:`ArtifactFolder`: the folder's path when the flow runs on the same host (a local cluster,
 or in-process), or else the files' bytes, since the flow cannot read another host's disk. The
 flow logs the folder to MLflow and then removes it.
@@ -18,6 +19,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from topicbench.core.output import TopicModelOutput
 
 #: Prefix of the temporary folders a fit's artifacts are written to.
@@ -26,6 +29,13 @@ FOLDER_PREFIX = "topicbench-run-"
 #: Each topic's own scores: a row per topic (``topic``: its row in ``topics.json``), a column per
 #: score key (``npmi@10``); the model-level scores are their means.
 TOPIC_SCORES = "topic_scores.csv"
+
+#: What each topic is about in the documents (:func:`topic_documents`): its share, the documents
+#: it is the main topic of (by label where the corpus has labels) and, for the most prevalent
+#: topics, example documents.
+TOPIC_DOCUMENTS = "topic_documents.json"
+#: Topics with example documents (the most prevalent), examples per topic, characters per excerpt.
+EXAMPLE_TOPICS, EXAMPLES_PER_TOPIC, EXCERPT_CHARS = 20, 3, 200
 
 
 def write_output_artifacts(output: TopicModelOutput, folder) -> Path:
@@ -50,6 +60,94 @@ def topic_scores_text(topic_scores: dict) -> str:
     frame = pd.DataFrame({key: list(values) for key, values in topic_scores.items()})
     frame.insert(0, "topic", range(len(frame)))
     return frame.to_csv(index=False, float_format="%.6g")
+
+
+def topic_documents(topic_document, corpus, *, example_topics: int = EXAMPLE_TOPICS,
+                    examples: int = EXAMPLES_PER_TOPIC, excerpt_chars: int = EXCERPT_CHARS) -> dict:
+    """What each topic is about in the corpus it was fitted on, for a reader to judge it.
+
+    Parameters
+    ----------
+    topic_document : ndarray or scipy sparse matrix, shape (K, D)
+        p(topic | document) of the fitted documents (``TopicModelOutput.topic_document_matrix``).
+    corpus : Corpus
+        Those D documents, in that order; its ``labels`` where it has them.
+    example_topics, examples, excerpt_chars : int
+        Example documents are given for the ``example_topics`` most prevalent topics, the
+        ``examples`` documents with the highest p(topic | document) each (ties: the lower document
+        first), each as an excerpt of at most ``excerpt_chars`` characters.
+
+    Returns
+    -------
+    dict
+        ``documents`` (D), ``labels`` (the corpus's distinct labels, sorted; None without labels)
+        and ``topics``: one record per topic, most prevalent first (ties: the lower topic), with
+        ``topic`` (its row in ``topics.json``), ``share`` (the mean of p(topic | document)),
+        ``documents`` (how many documents it is the main topic of: their largest p(topic |
+        document), ties to the lower topic), ``by_label`` (those documents per label; labelled
+        corpora only) and, for the most prevalent, ``examples``: ``{"document": index in the
+        corpus, "weight": p(topic | document), "excerpt": text}``. The corpus keeps its
+        documents as the model saw them (after preprocessing), so an excerpt is the document's
+        words in their order, cut at a word with "…".
+    """
+    import scipy.sparse as sp  # imported here for its import cost, as above
+
+    n_topics, n_documents = topic_document.shape
+    if n_documents != corpus.n_documents:
+        raise ValueError(f"the topic-document matrix has {n_documents} documents and the corpus "
+                         f"{corpus.n_documents}: they must be the fitted documents")
+    rows = sp.csr_matrix(topic_document, dtype=np.float64) if sp.issparse(topic_document) else None
+    matrix = rows if rows is not None else np.asarray(topic_document, dtype=np.float64)
+    shares = np.asarray(matrix.sum(axis=1), dtype=np.float64).ravel() / max(n_documents, 1)
+    main = np.asarray(matrix.argmax(axis=0)).ravel()  # sparse and dense alike: the first largest
+    counts = np.bincount(main, minlength=n_topics)
+    order = np.lexsort((np.arange(n_topics), -shares))
+    labels = None if corpus.labels is None else np.asarray(corpus.labels, dtype=object)
+    records = []
+    for place, topic in enumerate(order):
+        record = {"topic": int(topic), "share": float(shares[topic]), "documents": int(counts[topic])}
+        if labels is not None and counts[topic]:
+            found, numbers = np.unique(labels[main == topic].astype(str), return_counts=True)
+            record["by_label"] = {str(label): int(number) for label, number in zip(found, numbers)}
+        if place < example_topics:
+            record["examples"] = [
+                {"document": int(d), "weight": float(w), "excerpt": excerpt(corpus, d, excerpt_chars)}
+                for d, w in _heaviest_documents(matrix, topic, examples)]
+        records.append(record)
+    distinct = None if labels is None else sorted({str(label) for label in labels})
+    return {"documents": int(n_documents), "labels": distinct, "topics": records}
+
+
+def _heaviest_documents(matrix, topic: int, n: int) -> list:
+    """(document, weight) of the ``n`` documents where ``topic`` weighs most (weight > 0),
+    heaviest first, ties by the lower document."""
+    if isinstance(matrix, np.ndarray):
+        documents, weights = np.arange(matrix.shape[1]), matrix[topic]
+    else:
+        start, stop = matrix.indptr[topic], matrix.indptr[topic + 1]
+        documents, weights = matrix.indices[start:stop], matrix.data[start:stop]
+    order = np.lexsort((documents, -weights))[:n]
+    return [(documents[i], weights[i]) for i in order if weights[i] > 0]
+
+
+def excerpt(corpus, document: int, chars: int = EXCERPT_CHARS) -> str:
+    """Document ``document`` of ``corpus`` as its words in order, at most ``chars`` characters:
+    cut after the last whole word that fits, with "…" (a first word longer than that is cut)."""
+    words = [corpus.vocabulary[t] for t in corpus.document(document)]
+    text = " ".join(words)
+    if len(text) <= chars:
+        return text
+    cut = text[:chars - 1]
+    return (cut.rsplit(" ", 1)[0] if " " in cut else cut) + "…"
+
+
+def topic_documents_text(output: TopicModelOutput, corpus) -> str | None:
+    """:data:`TOPIC_DOCUMENTS`'s text: :func:`topic_documents` of the output's fitted documents;
+    None where the output's topic-document matrix is not over ``corpus``'s documents (the run's
+    topics are then shown without examples)."""
+    if output.topic_document_matrix.shape[1] != corpus.n_documents:
+        return None
+    return json.dumps(topic_documents(output.topic_document_matrix, corpus), indent=1, ensure_ascii=False)
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,9 @@ from topicbench.core.corpus import Corpus
 from topicbench.core.output import TopicModelOutput
 from topicbench.core.metrics.scoring import score
 from topicbench.core.threads import worker_threads
-from topicbench.tasks.artifacts import TOPIC_SCORES, ArtifactFolder, topic_scores_text
+from topicbench.tasks.artifacts import (
+    TOPIC_DOCUMENTS, TOPIC_SCORES, ArtifactFolder, topic_documents_text, topic_scores_text,
+)
 from topicbench.tasks.metrics import process_metric_context_built
 from topicbench.tasks.progress import fit_progress
 
@@ -126,7 +128,8 @@ def fit_and_score(
     ((endpoint, judge settings)) the LLM metrics ask that endpoint; every question and reply is
     an artifact (``llm/requests.jsonl``) and their usage scores (``llm_requests``, tokens, cost),
     with the token budget counted against ``llm_budget``. Each topic's own scores are an artifact
-    too (:data:`~topicbench.tasks.artifacts.TOPIC_SCORES`). A failure of the fit or of the scoring
+    too (:data:`~topicbench.tasks.artifacts.TOPIC_SCORES`), and each topic's documents with examples
+    (:data:`~topicbench.tasks.artifacts.TOPIC_DOCUMENTS`). A failure of the fit or of the scoring
     raises, as a failed fit always has.
     """
     fitted = fit_model.fn(corpus, model, num_topics, settings, seed, heldout, label)
@@ -142,6 +145,9 @@ def fit_and_score(
     scoring_seconds = time.perf_counter() - started
     summary = OutputSummary.of(fitted.output)
     extra = {TOPIC_SCORES: topic_scores_text(scored.topic_scores)} if scored.topic_scores else {}
+    documents = topic_documents_text(fitted.output, corpus)
+    if documents is not None:
+        extra[TOPIC_DOCUMENTS] = documents
     if records:  # tracked like the output's other numbers (not scores: no metric returns them)
         from topicbench.tasks.llm_judge import usage_of
 

@@ -17,6 +17,23 @@ from dataclasses import asdict, dataclass, field, fields
 
 #: Whether a fit's scoring built the corpus's metric context ("built") or reused it ("reused").
 METRIC_CONTEXT_TAG = "topicbench.metric_context"
+#: The tag that says why a requested metric (or a score key) has no value: ``topicbench.skipped.npmi``.
+SKIPPED_TAG_PREFIX = "topicbench.skipped."
+
+
+def skipped_tag(name: str) -> str:
+    """The tag of a skipped metric or score key, named as MLflow takes it (the score key as it is
+    tracked, any other character than a letter, digit, ``_``, ``-``, ``.`` or space as ``-``):
+    ``npmi@5`` -> ``topicbench.skipped.npmi_top5``, ``top_n 10,25`` -> ``topicbench.skipped.top_n 10-25``."""
+    return SKIPPED_TAG_PREFIX + re.sub(r"[^\w\-. ]", "-", tracked_name(name))[:200]
+
+
+def not_finite_scores(scores: dict) -> dict:
+    """Score key -> why it is not logged, for each score that came out NaN or infinite (MLflow
+    keeps finite values only), so that its absence has a reason like any skipped metric's."""
+    return {key: f"{key} came out {value} (not a number: undefined for this model's topics, e.g. "
+                 "a topic whose words never occur together in the reference)"
+            for key, value in scores.items() if value is not None and not math.isfinite(float(value))}
 
 
 #: A tracked metric name such as ``umass_top10``: the score key ``umass@10`` it stands for.
@@ -81,8 +98,10 @@ class FitRecord:
             metrics["converged"] = float(extra["converged"])
             tags["topicbench.training_loss_kind"] = str(extra.get("training_loss_kind", ""))
         metrics.update(fit.scores)
-        if fit.skipped:
-            tags["topicbench.skipped_metrics"] = json.dumps(fit.skipped)[:4900]
+        skipped = {**fit.skipped, **not_finite_scores(fit.scores)}
+        if skipped:  # why a requested score has no value: all in one tag (the report reads it), and one tag each
+            tags["topicbench.skipped_metrics"] = json.dumps(skipped)[:4900]
+            tags.update({skipped_tag(name): str(reason)[:4900] for name, reason in skipped.items()})
         finite = {tracked_name(k): float(v) for k, v in metrics.items() if v is not None and math.isfinite(float(v))}
         losses, steps = extra.get("training_loss") or [], extra.get("training_steps") or []
         curve = [(int(step), float(v)) for v, step in zip(losses, steps) if math.isfinite(float(v))]

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import traceback
 
-from prefect.exceptions import TerminationSignal
-
 
 def exception_chain(error: BaseException | None):
     """``error``, then the exception it was raised from or while handling, and so on (each once)."""
@@ -56,6 +54,8 @@ def raise_interrupt_behind(error: BaseException) -> None:
     ``ValueError("Task run is not set")``, and the interrupt survives only as that error's context.
     Without this the interrupt would be recorded as one failed fit and the benchmark would go on.
     """
+    from prefect.exceptions import TerminationSignal  # here: `topicbench elda` imports this module, never Prefect
+
     for cause in exception_chain(error):
         if isinstance(cause, (KeyboardInterrupt, SystemExit, TerminationSignal)):
             raise cause

@@ -161,6 +161,7 @@ def post_chat(endpoint: LLMEndpoint, request: JudgeRequest, *, deadline: float, 
         except ReplyTooLarge:
             return malformed(request, f"a reply over {MAX_REPLY_BYTES:,} bytes")
         except DeadlinePassed:
+            # the try's own budget: llm.timeout, or less where the question's (or the check's) deadline came first
             failure = f"no complete reply within {round(max(try_deadline - started, 0.0), 1):g} s"
         except requests.RequestException as error:
             failure = type(error).__name__

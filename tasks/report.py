@@ -13,8 +13,6 @@ import shlex
 from pathlib import Path
 
 import pandas as pd
-from prefect import task
-from prefect.cache_policies import NONE
 
 from topicbench.core.io import OutputPathError, make_output_folder, write_text_atomically
 from topicbench.core.validation import InputError
@@ -23,9 +21,8 @@ from .report_interactive import interactive_plots
 from .report_plots import write_plots
 from .report_render import render_html, render_markdown
 from .report_sections import TOPIC_SCORES_SHOWN, Report, ReportData
-from .report_stability import StabilityFindings, collect_stability
 from .report_tables import FINISHED, failed_runs, interrupted_runs
-from .artifacts import TOPIC_SCORES
+from .artifacts import TOPIC_DOCUMENTS, TOPIC_SCORES
 from .fit_record import score_key
 from .run_claims import FIT_ROLE, PARENT_ROLE, ROLE_TAG
 from .store_checks import TrackingError, check_tracking_uri
@@ -34,7 +31,6 @@ from .store_filters import search_runs
 logger = logging.getLogger(__name__)
 
 
-@task(name="collect_runs", cache_policy=NONE)
 def collect_runs(tracking_uri: str, experiment: str) -> pd.DataFrame:
     """One row per nested (corpus, model, seed) run: tags, status, error, every metric (score keys,
     e.g. ``umass@10``) and the E-LDA topics where present (latest run per run key)."""
@@ -56,6 +52,7 @@ def collect_runs(tracking_uri: str, experiment: str) -> pd.DataFrame:
         }
         row.update({score_key(name): value for name, value in run.data.metrics.items()})
         row["changed_settings"] = tags.get("topicbench.changed_settings", "")
+        row["skipped_metrics"] = tags.get("topicbench.skipped_metrics", "")  # why a metric has no value
         row["training_loss_kind"] = tags.get("topicbench.training_loss_kind", "")
         if tags.get("model_class") == "elda" and run.info.status == FINISHED:
             row["topics_json"] = _topics_artifact(client, run.info.run_id)
@@ -100,18 +97,42 @@ def _with_first_seed_topics(client, frame: pd.DataFrame) -> pd.DataFrame:
 
 def _with_topic_facts(client, run_id: str, text: str | None) -> str | None:
     """``topics.json``'s records, each with its topic's share of the documents (``prevalence``:
-    the mean of p(topic | document)) and the own ``scores`` the topics section shows, each where
-    the run's artifacts hold them (the topics are shown either way)."""
+    the mean of p(topic | document)), the own ``scores`` the topics section shows and, from
+    :data:`~topicbench.tasks.artifacts.TOPIC_DOCUMENTS`, the documents it is the main topic of
+    (``documents``, ``by_label``) and its ``examples``, each where the run's artifacts hold them
+    (the topics are shown either way)."""
     if not text:
         return text
     records = json.loads(text)
-    shares, scores = _topic_shares(client, run_id), _shown_topic_scores(client, run_id)
+    documents = _topic_documents(client, run_id)
+    shares = _topic_shares(client, run_id) if documents is None else None  # the facts hold the shares
+    scores = _shown_topic_scores(client, run_id)
     for record in records:
         if shares is not None:
             record["prevalence"] = float(shares[record["topic"]])
         if scores is not None:
             record["scores"] = scores.get(record["topic"], {})
+        if documents is not None:
+            facts = documents.get(record["topic"], {})
+            record["prevalence"] = facts.get("share", 0.0)
+            record["documents"] = facts.get("documents", 0)
+            record.update({key: facts[key] for key in ("by_label", "examples") if key in facts})
     return json.dumps(records, ensure_ascii=False)
+
+
+def _topic_documents(client, run_id: str) -> dict | None:
+    """Topic -> its record of :data:`~topicbench.tasks.artifacts.TOPIC_DOCUMENTS` (share, main-topic
+    documents, by label, examples); None where the run has none (tracked before it was written)."""
+    import tempfile
+
+    try:
+        with tempfile.TemporaryDirectory(prefix="topicbench-topics-") as folder:
+            path = client.download_artifacts(run_id, TOPIC_DOCUMENTS, folder)
+            found = json.loads(Path(path).read_text(encoding="utf-8"))
+        return {int(record["topic"]): record for record in found["topics"]}
+    except Exception as error:  # noqa: BLE001 - the topics are shown without their documents
+        logger.info("run %s: no %s (%s)", run_id, TOPIC_DOCUMENTS, error)
+        return None
 
 
 def _topic_shares(client, run_id: str):
@@ -151,6 +172,35 @@ def _shown_topic_scores(client, run_id: str) -> dict | None:
         return None
     return {topic: {key: float(value) for key, value in values.items() if pd.notna(value)}
             for topic, values in table.to_dict("index").items()}
+
+
+def collect_topic_scores(tracking_uri: str, runs: pd.DataFrame, corpora) -> dict:
+    """(corpus, model, seed) -> a frame with a row per topic: its ``share`` of the documents and
+    its own score per key (:data:`~topicbench.tasks.artifacts.TOPIC_SCORES`), for each finished
+    run on ``corpora`` (two downloads a run: read only where the summary compares at matched K).
+    A run without them is left out (its model's cells then say so)."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri)
+    found = {}
+    done = runs[(runs.status == FINISHED) & runs.corpus.isin(list(corpora))]
+    for corpus, model, seed, run_id in zip(done.corpus, done.model, done.seed, done.run_id):
+        scores, shares = _topic_scores_table(client, run_id), _topic_shares(client, run_id)
+        if scores is not None and shares is not None and len(shares) == len(scores):
+            found[(corpus, model, int(seed))] = scores.assign(share=shares[scores.index.to_numpy()])
+    return found
+
+
+def _topic_scores_table(client, run_id: str) -> pd.DataFrame | None:
+    """The run's :data:`~topicbench.tasks.artifacts.TOPIC_SCORES` indexed by topic; None where it has none."""
+    import tempfile
+
+    try:
+        with tempfile.TemporaryDirectory(prefix="topicbench-topics-") as folder:
+            return pd.read_csv(client.download_artifacts(run_id, TOPIC_SCORES, folder), index_col="topic")
+    except Exception as error:  # noqa: BLE001 - the run's cells at matched K say it has none
+        logger.info("run %s: no %s (%s)", run_id, TOPIC_SCORES, error)
+        return None
 
 
 def _topics_artifact(client, run_id: str):
@@ -235,23 +285,3 @@ def log_report_to_parent(tracking_uri: str, experiment: str, files) -> str | Non
     except Exception as error:  # noqa: BLE001 - the report is written; the store only mirrors it
         logger.warning("the report was not logged to the benchmark's parent run: %s", error)
         return None
-
-
-@task(name="collect_config", cache_policy=NONE)
-def collect_config_task(tracking_uri: str, experiment: str) -> dict | None:
-    return collect_config(tracking_uri, experiment)
-
-
-@task(name="collect_stability", cache_policy=NONE)
-def collect_stability_task(tracking_uri: str, runs: pd.DataFrame) -> StabilityFindings:
-    return collect_stability(tracking_uri, runs)
-
-
-@task(name="write_report", cache_policy=NONE)
-def write_report_task(report: Report, data: ReportData, folder) -> dict:
-    return write_report(report, data, folder)
-
-
-@task(name="log_report_to_parent", cache_policy=NONE)
-def log_report_to_parent_task(tracking_uri: str, experiment: str, files) -> str | None:
-    return log_report_to_parent(tracking_uri, experiment, files)

@@ -83,8 +83,9 @@ def coherence_figure(runs: pd.DataFrame, styles: dict, *, corpus: str, measures)
     panels = [(key, title) for key, title in measures if static._sizes(done.columns, key)]
     if not panels or done.empty:
         return None
+    # room between panels for an axis title beside the tick labels ("−0.04"), clear of the panel before
     figure = make_subplots(rows=1, cols=len(panels), subplot_titles=[title for _, title in panels],
-                           horizontal_spacing=0.06)
+                           horizontal_spacing=0.09)
     clipped = False
     for column, (key, title) in enumerate(panels, start=1):
         clipped |= _fit_outliers(figure, _coherence_traces(figure, done, styles, key, column), column, title)
@@ -108,7 +109,8 @@ def training_figure(runs: pd.DataFrame, styles: dict, *, corpus: str):
         return None
     columns = min(4, len(models))
     rows = -(-len(models) // columns)
-    figure = make_subplots(rows=rows, cols=columns, subplot_titles=models, horizontal_spacing=0.07,
+    # room between panels for a two-line axis title beside the tick labels
+    figure = make_subplots(rows=rows, cols=columns, subplot_titles=models, horizontal_spacing=0.12,
                            vertical_spacing=0.5 / rows)
     seeds = sorted(done.seed.unique())
     for i, model in enumerate(models):
@@ -123,8 +125,8 @@ def training_figure(runs: pd.DataFrame, styles: dict, *, corpus: str):
                              row=row, col=column)
         kind = group.training_loss_kind.iloc[0] or ""
         figure.update_xaxes(title_text=static._loss_axis_label(kind), row=row, col=column)
-        figure.update_yaxes(title_text=kind.split(" (")[0] or "training loss", row=row, col=column,
-                            title_font={"size": 10})
+        figure.update_yaxes(title_text="<br>".join(static.loss_value_lines(kind)), row=row, col=column,
+                            title_font={"size": 10}, title_standoff=4, automargin=True)
     figure_layout(figure, f"Training loss — {corpus}", 120 + 280 * rows, legend_title="seed")
     return figure
 

@@ -184,11 +184,17 @@ def _clip_outliers(axis, curves: dict, styles: dict) -> None:
                           color=styles[model]["color"])
 
 
-def _loss_value_label(kind: str) -> str:
-    """The y-axis of a loss curve: the loss's name without its cadence, wrapped to the panel."""
+#: Characters per line of a training-loss axis title: a panel is about 25 characters tall, so a
+#: longer name ("DSR reconstruction + both transport costs") runs past it into the next panel.
+LOSS_TITLE_WIDTH = 24
+
+
+def loss_value_lines(kind: str) -> list[str]:
+    """The y-axis title of a loss curve as lines: the loss's name without its cadence, wrapped to
+    :data:`LOSS_TITLE_WIDTH` characters (the PNG and the page wrap alike)."""
     import textwrap
 
-    return textwrap.fill(kind.split(" (")[0] or "training loss", 30)
+    return textwrap.wrap(kind.split(" (")[0] or "training loss", LOSS_TITLE_WIDTH)
 
 
 def _loss_axis_label(kind: str) -> str:
@@ -234,7 +240,7 @@ def training_figure(runs: pd.DataFrame, styles: dict, *, corpus: str):
                       linestyle=SEED_LINES[seeds.index(seed) % len(SEED_LINES)])
         axis.set_title(model, fontsize=9, color=styles[model]["color"])
         axis.set_xlabel(_loss_axis_label(group.training_loss_kind.iloc[0] or ""), fontsize=8)
-        axis.set_ylabel(_loss_value_label(group.training_loss_kind.iloc[0] or ""), fontsize=7)
+        axis.set_ylabel("\n".join(loss_value_lines(group.training_loss_kind.iloc[0] or "")), fontsize=7)
         axis.grid(alpha=0.3)
         axis.tick_params(labelsize=7)
     for axis in list(axes.flat)[len(models):]:

@@ -7,7 +7,9 @@ or its mean alone where every seed gave the same value (said once under its tabl
 fewer seeds than asked for; a table's ``unit`` shows seconds as µs, ms, s, min or h and counts as
 whole numbers; a :class:`Share` is ``k/n``, a missing value a dash; a table's ``formats`` override
 a column. The best cell of a column is bold in both outputs; a ranked table (the summary) shows
-each cell's rank as a circled number in Markdown and as a green-to-red background in HTML.
+each cell's rank as a circled number in both, and in HTML also as a background that lightens
+from blue (rank 1) to white (last): one hue and a falling lightness, read alike by colour-blind
+readers and in greyscale print (:func:`rank_colour`).
 Every section heading has an anchor, and a list of links to them follows the opening sections.
 Text is written by :mod:`topicbench.tasks.report_text`: what a user named is shown as given, in
 both outputs, never read as Markdown or HTML.
@@ -27,7 +29,8 @@ import pandas as pd
 from .report_interactive import plotly_script
 from .report_sections import Plot, Report, Section
 from .report_statistics import Flip
-from .report_tables import Estimate, ReportTable, Share, TopicWords
+from .report_summary import footnote_mark
+from .report_tables import Estimate, Gap, ReportTable, Share, TopicWords
 from .report_text import display_text, markdown_paragraph, markdown_text, to_html, to_markdown
 
 MISSING = "–"
@@ -35,6 +38,9 @@ MISSING = "–"
 DIGITS = 3
 #: Said once under a table where some estimate shows no ± (an sd of exactly 0 over its seeds).
 NO_SPREAD_NOTE = "No ±: the same value on every seed."
+#: Said once under a table whose estimates show a ±: always a standard deviation (over seeds, or over
+#: pairs of seeds for stability), never a standard error, which the reports write ``se``.
+SPREAD_NOTE = "±: a standard deviation (sd), not a standard error."
 #: Durations: (largest value in seconds shown in this unit, unit, seconds per unit); above 120 s
 #: minutes read better than seconds, above 2 h hours.
 DURATION_UNITS = ((1e-3, "µs", 1e-6), (1.0, "ms", 1e-3), (120.0, "s", 1.0), (7200.0, "min", 60.0), (math.inf, "h", 3600.0))
@@ -52,6 +58,7 @@ table.results td.best{background:#eef6ee}
 table.results td.smaller-n{color:#999}
 table.summary{font-size:0.82em} table.summary th{font-weight:600;font-size:0.92em;position:static}
 table.summary th,table.summary td{padding:0.22em 0.4em} table.summary td.number{white-space:normal;min-width:4.2em}
+span.rank{white-space:nowrap;font-size:0.92em}
 table.topics{table-layout:fixed;width:100%} table.topics td{font-size:0.95em} table.topics th:first-child{width:9em}
 p.table-note{font-size:0.8em;color:#666;margin:0 0 1.4em}
 div.table-row{display:flex;flex-wrap:wrap;gap:0 2em;align-items:flex-start}
@@ -155,6 +162,8 @@ def format_value(value, style=None, *, separator: str = "; ", unit: str = "", sp
         return style(value)
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return MISSING
+    if isinstance(value, Gap):  # its reason is a footnote of the table's note
+        return MISSING + footnote_mark(value.mark)
     if style is not None:
         return style.format(value)
     if isinstance(value, Estimate):
@@ -187,7 +196,11 @@ def table_notes(table: ReportTable) -> list[str]:
     """The lines under a table: its own note, and that an estimate without ± was the same on
     every seed (where one is shown so)."""
     notes = [table.note] if table.note else []
-    if table.spread and any(same_on_every_seed(value) for column in table.cells for value in table.cells[column]):
+    values = [value for column in table.cells for value in table.cells[column]]
+    if table.spread and any(isinstance(value, Estimate) and value.n > 1 and math.isfinite(value.sd)
+                            and not same_on_every_seed(value) for value in values):
+        notes.append(SPREAD_NOTE)
+    if table.spread and any(same_on_every_seed(value) for value in values):
         notes.append(NO_SPREAD_NOTE)
     return notes
 
@@ -287,10 +300,18 @@ def render_markdown(report: Report, images: dict) -> str:
 # ----------------------------------------------------------------------------------------------
 
 
+#: The ranked cells' backgrounds, rank 1 and last: ColorBrewer's Blues, whose lightness alone
+#: orders them (a green-to-red scale is one muddy yellow-brown to a deuteranope); the text (#222)
+#: keeps a contrast of 6.5:1 or more on every one (WCAG AA asks 4.5:1).
+RANK_SCALE = ((0x6B, 0xAE, 0xD6), (0xF7, 0xFB, 0xFF))
+
+
 def rank_colour(rank: int, ranked: int) -> str:
-    """A light background from green (rank 1) through yellow to red (last of ``ranked``)."""
+    """A cell's background by its rank: :data:`RANK_SCALE`'s blue for rank 1, lightening evenly
+    to white for the last of ``ranked``."""
     position = 0.0 if ranked <= 1 else (rank - 1) / (ranked - 1)
-    return f"hsl({round(120 * (1 - position))},65%,86%)"
+    best, last = RANK_SCALE
+    return "#" + "".join(f"{round(b + (w - b) * position):02x}" for b, w in zip(best, last))
 
 
 def _html_head(table: ReportTable, columns) -> str:
@@ -322,7 +343,8 @@ def _html_cell(table: ReportTable, row: int, column, text: str, numeric: bool, r
     content = to_html(text).replace("\n", "<br>")
     content = f"<strong>{content}</strong>" if best else content
     attributes = f" class='{' '.join(classes)}'" if classes else ""
-    if rank is not None:
+    if rank is not None:  # shown, as the table's note promises, not only on hover
+        content += f" <span class='rank'>{circled(rank)}</span>"
         attributes += (f" style='background:{rank_colour(rank, ranked[column])}'"
                        f" title='{html.escape(_rank_tip(value, rank, ranked[column]), quote=True)}'")
     return f"<td{attributes}>{content}</td>"

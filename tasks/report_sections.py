@@ -17,15 +17,22 @@ from typing import Callable
 import pandas as pd
 
 from topicbench.core.io import file_name_for
+from topicbench.core.metrics.registry import METRICS
 from topicbench.core.registry import Registry
 
 from . import report_interactive as interactive
 from . import report_plots as plots
 from .report_stability import StabilityFindings, stability_remarks, stability_tables
 from .report_statistics import ranking_agreement, set1_table
+from .artifacts import EXCERPT_CHARS
 from .report_tables import (
-    FINISHED, ReportTable, changed_settings_table, elda_topics, failed_runs, interrupted_runs, metric_pivot, model_topics,
-    pair_order, run_status, summary_table, training_table,
+    FINISHED, ReportTable, changed_settings_table, failed_runs, interrupted_runs, higher_is_better, metric_pivot,
+    pair_order, run_status, training_table,
+)
+from .report_topics import elda_topics, matched_topics, model_topics, topic_examples, topics_by_label
+from .report_summary import (
+    direction_words, judged_sample_caution, k_cautions, matched_k_table, metric_name, model_metrics, requested_keys,
+    requested_metrics, score_table, summary_table, with_chance_flags,
 )
 from .report_text import Code, Markdown, Text
 
@@ -34,7 +41,7 @@ REPORT_SECTIONS = Registry("report section")
 
 #: The sections of an ordinary benchmark's report, in order.
 DEFAULT_REPORT_SECTIONS = (
-    "summary", "changed_settings", "notes", "set1", "coherence", "llm_judged", "diversity", "training", "fit_time", "robustness",
+    "summary", "changed_settings", "notes", "requested_scores", "set1", "coherence", "llm_judged", "diversity", "training", "fit_time", "robustness",
     "stability", "topics", "elda_topics", "failed_runs",
 )
 
@@ -43,6 +50,8 @@ TABLE_N = 10
 COHERENCE_MEASURES = (("umass", "UMass"), ("npmi", "NPMI"), ("cv", "C_V"), ("embedding_pairwise", "embedding (pairwise)"))
 #: The metrics of the summary that opens the report (those the config asks for), at N = TABLE_N.
 SUMMARY_MEASURES = (*COHERENCE_MEASURES, ("topic_diversity", "TD"))
+#: The LLM's judgments the summary shows too, where asked for (score key -> title).
+SUMMARY_JUDGED = {"llm_rating": "LLM rating (1-3)", "llm_intrusion": "LLM intrusion"}
 #: How much of each model's topics the "topics" section shows.
 TOPICS_SHOWN, TOPIC_WORDS_SHOWN = 5, TABLE_N
 #: Each shown topic's own scores (score key, label): NPMI over its shown words (bounded, 0 where
@@ -110,6 +119,10 @@ class ReportData:
     stability : StabilityFindings or None
         Each model's stability across seeds, read from the runs' outputs
         (:func:`topicbench.tasks.report_stability.collect_stability`); None when not collected.
+    topic_scores : dict or None
+        (corpus, model, seed) -> each topic's share of the documents and own scores
+        (:func:`topicbench.tasks.report.collect_topic_scores`), read for the corpora where the
+        models differ in K, for the summary's comparison at matched K; None when not collected.
     """
 
     runs: pd.DataFrame
@@ -119,6 +132,7 @@ class ReportData:
     notes: str = ""
     calibration: dict | None = None
     stability: StabilityFindings | None = None
+    topic_scores: dict | None = None
     generated: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.timezone.utc))
 
     @property
@@ -200,15 +214,51 @@ def table_section(title: str, text: str, table: ReportTable, *more) -> Section |
     return None if table.empty else Section(title, (text, table, *more))
 
 
+def summary_keys(data: ReportData) -> list[tuple]:
+    """The (score key, title) pairs of the summary: of :data:`SUMMARY_MEASURES` at N = TABLE_N and
+    of :data:`SUMMARY_JUDGED`, those the config asks for (all of them without a config)."""
+    asked = set((data.config or {}).get("metrics") or [*dict(SUMMARY_MEASURES), *SUMMARY_JUDGED])
+    return ([(f"{key}@{TABLE_N}", f"{title}@{TABLE_N}") for key, title in SUMMARY_MEASURES if key in asked]
+            + [(key, title) for key, title in SUMMARY_JUDGED.items() if key in asked])
+
+
 @register_section("summary")
 def summary_section(data: ReportData) -> Section | None:
-    """Who wins where, in one table: every model's mean under each main metric on each corpus."""
-    asked = set((data.config or {}).get("metrics") or [key for key, _ in SUMMARY_MEASURES])
-    keys = [(f"{key}@{TABLE_N}", f"{title}@{TABLE_N}") for key, title in SUMMARY_MEASURES if key in asked]
-    table = summary_table(data.runs, keys, models=data.models, corpora=data.corpora, expected=len(data.seeds))
-    if table.empty or len(table.cells.columns) < 2:
+    """Who wins where, in one table: every model's K and seeds, and its mean under each main
+    metric on each corpus (a missing value with its reason); above it, a caution where the models
+    side by side differ in K by more than :data:`~topicbench.tasks.report_summary.K_FACTOR` times."""
+    table = summary_table(data.runs, summary_keys(data), models=data.models, corpora=data.corpora,
+                          expected=len(data.seeds), model_metrics=model_metrics(data))
+    if table.empty or not any(table.column_groups.get(column, ("",))[0] not in ("K (topics used)", "seeds")
+                              for column in table.cells.columns[1:]):
         return None
-    return Section("Summary: who wins where", (table,), opening=True)
+    matched = matched_k_table(data.topic_scores or {}, [key for key in summary_keys(data) if key[0].partition("@")[0]
+                                                         in dict(COHERENCE_MEASURES)],
+                              models=list(table.cells.model), corpora=data.corpora)
+    return Section("Summary: who wins where", (*k_cautions(data, not matched.empty), table,
+                                               *(() if matched.empty else (matched,))), opening=True)
+
+
+@register_section("requested_scores")
+def requested_scores_section(data: ReportData) -> Section | None:
+    """Every score the config asks for that the summary does not show (held-out, label-based,
+    posterior, ...), a models x corpora table each, titled with its direction; a model without a
+    value says why. None where the summary shows them all."""
+    in_summary = {metric_name(key) for key, _ in summary_keys(data)}
+    keys = [key for metric in requested_metrics(data) if metric not in in_summary
+            for key in requested_keys(data.runs, metric, TABLE_N)]
+    shown = dict(models=data.models, corpora=data.corpora, expected=len(data.seeds), model_metrics=model_metrics(data))
+    tables = [replace(table, title=f"{key}{direction_words(key)}") for key in keys
+              if not (table := score_table(data.runs, key, **shown)).empty]
+    if not tables:
+        return None
+    described = "; ".join(f"{metric}: {METRICS.get(metric).description} ({METRICS.get(metric).aggregate})"
+                          for metric in dict.fromkeys(metric_name(key) for key in keys))
+    return Section("Every other score asked for", (
+        "The scores the config asks for that the summary does not show, each with its direction: mean ± sd over "
+        f"seeds (coherence-like scores at N = {TABLE_N}). {described}.",
+        *tables,
+    ))
 
 
 @register_section("changed_settings")
@@ -238,9 +288,15 @@ def set1_section(data: ReportData) -> Section | None:
 
 def pivots(data: ReportData, columns, keep_empty: bool = False) -> list:
     """For each (score key or column, title): its models x corpora table, titled (the empty ones
-    dropped, unless ``keep_empty``)."""
-    tables = (replace(metric_pivot(data.runs, key, models=data.models, corpora=data.corpora, expected=len(data.seeds)),
-                      title=title) for key, title in columns)
+    dropped, unless ``keep_empty``); a metric's table has a row for every model, a value it lacks
+    a footnote with the reason (:func:`~topicbench.tasks.report_summary.score_table`)."""
+    shown = dict(models=data.models, corpora=data.corpora, expected=len(data.seeds))
+    tables = []
+    for key, title in columns:
+        table = metric_pivot(data.runs, key, **shown)
+        if higher_is_better(key) is not None and not table.empty:  # a metric some model has: the others say why not
+            table = score_table(data.runs, key, **shown, model_metrics=model_metrics(data))
+        tables.append(replace(table, title=title))
     return [table for table in tables if keep_empty or not table.empty]
 
 
@@ -276,7 +332,9 @@ def llm_judged_section(data: ReportData) -> Section | None:
         calibration_summary(model, llm.get("base_url", ""), data.calibration),
         f"{model} rated each model's most prevalent topics (at most {llm.get('max_topics', 50)}) from their top 10 words, "
         "1 (not very related) to 3 (very related), and picked the odd word out of five top words and an intruder "
-        "(Stammbach et al. 2023; Chang et al. 2009). Mean ± sd over seeds; every question and reply is a trace of its run.",
+        "(Stammbach et al. 2023; Chang et al. 2009). Mean ± sd over seeds; every question and reply is a trace of its run. "
+        "The shares of topics answered are bookkeeping (how many of the LLM's replies could be read), never marked best.",
+        *judged_sample_caution(data, llm.get("max_topics", 50)),
         *tables,
     ))
 
@@ -363,7 +421,7 @@ def stability_section(data: ReportData) -> Section | None:
     measured for; None when the flow did not read the runs' outputs."""
     if data.stability is None:
         return None
-    tables = stability_tables(data.stability, data.corpora, data.models)
+    tables = [with_chance_flags(table) for table in stability_tables(data.stability, data.corpora, data.models)]
     remarks = stability_remarks(data.stability)
     if not tables and not remarks:
         return None
@@ -371,13 +429,36 @@ def stability_section(data: ReportData) -> Section | None:
                    (*((STABILITY_TEXT,) if tables else ()), *tables, *remarks))
 
 
+MATCHED_TOPICS_TEXT = (
+    "Similar topics across models: beside each of the first model's topics, the topic of each other model (among "
+    "all its topics) whose top words overlap it most, by the rank-biased overlap of the two top-10 word lists "
+    "(RBO: 1 for the same words in the same order, 0 for no word in common; Webber et al. 2010). A dash: no topic "
+    "of that model shares a top word with it."
+)
+EXAMPLES_TEXT = (
+    f"Example documents: for each model's {TOPICS_SHOWN} most prevalent topics, the documents where the topic weighs "
+    f"most (the largest p(topic | document)), as the model read them (their words after preprocessing), at most "
+    f"{EXCERPT_CHARS} characters each; #17 is the corpus's document 17, counted from 0 once the documents that "
+    "preprocessing left empty are dropped. \"Main topic of\": the documents whose largest topic it is. A model "
+    "tracked before example documents were logged has no table here."
+)
+LABELS_TEXT = (
+    "Topics by label: the documents whose main topic each topic is, counted by the corpus's labels; a topic that "
+    "gathers one label's documents is one a reader can name."
+)
+
+
 @register_section("topics")
 def topics_section(data: ReportData) -> Section | None:
-    """Every model's topics side by side, a table per corpus."""
-    tables = model_topics(data.runs, corpora=data.corpora, models=data.models, topics=TOPICS_SHOWN,
-                          words=TOPIC_WORDS_SHOWN, scored_by=TOPIC_SCORES_SHOWN)
+    """Every model's topics side by side, a table per corpus; then the topics matched across models,
+    each model's topics with example documents and, for labelled corpora, its topics by label."""
+    shown = dict(corpora=data.corpora, models=data.models, topics=TOPICS_SHOWN)
+    tables = model_topics(data.runs, **shown, words=TOPIC_WORDS_SHOWN, scored_by=TOPIC_SCORES_SHOWN)
     if not tables:
         return None
+    matched = matched_topics(data.runs, **shown, words=TOPIC_WORDS_SHOWN)
+    examples = topic_examples(data.runs, **shown, words=TOPIC_WORDS_SHOWN)
+    by_label = topics_by_label(data.runs, **shown)
     return Section("Topics: every model's most prevalent topics", (
         f"Each model's {TOPICS_SHOWN} most prevalent topics on each corpus, from its first seed, with its top "
         f"{TOPIC_WORDS_SHOWN} words. In brackets: the topic's share of the documents (the mean of p(topic | document)), "
@@ -386,18 +467,22 @@ def topics_section(data: ReportData) -> Section | None:
         "matrix could not be read shows its first topics in its own order; one tracked before topics were scored "
         "one by one shows no NPMI.",
         *tables,
+        *((MATCHED_TOPICS_TEXT, *matched) if matched else ()),
+        *((EXAMPLES_TEXT, *examples) if examples else ()),
+        *((LABELS_TEXT, *by_label) if by_label else ()),
     ))
 
 
 @register_section("elda_topics")
 def elda_topics_section(data: ReportData) -> Section | None:
+    """Each E-LDA variant's keyword topics (the first of them), titled with how many it has."""
     topics = elda_topics(data.runs)
     if not topics:
         return None
     order = sorted(topics, key=lambda pair: pair_order(pair, data.corpora, data.models))
     return Section("E-LDA's topics and their keywords", (
         "Each E-LDA variant's topics on each corpus, from its first seed, the topic with most documents first.",
-        *(replace(topics[pair], title=f"{pair[1]} on {pair[0]}") for pair in order),
+        *(topics[pair] for pair in order),
     ))
 
 

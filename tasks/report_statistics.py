@@ -15,6 +15,7 @@ import pandas as pd
 
 from topicbench.core.metrics.stats import paired_test
 
+from .report_summary import gap_reason
 from .report_tables import ReportTable, Share, best_rows, estimate, finished_runs, higher_is_better
 
 #: Set 1's three log posteriors (spec §4): the LDA's own assignment, E-LDA on its topics, RandK.
@@ -24,6 +25,8 @@ SET1_COLUMNS = (
 #: The metrics whose ranking of the models is set against UMass's.
 RANKING_METRICS = (("npmi", "NPMI"), ("cv", "C_V"), ("embedding_pairwise", "embedding"), ("topic_diversity", "diversity"))
 FLIPS_SHOWN = 3
+#: Fewer models than this and a Kendall's tau carries a caution (it takes few values).
+TAU_MODELS_ENOUGH = 5
 
 
 def set1_table(runs: pd.DataFrame) -> ReportTable:
@@ -110,7 +113,23 @@ def ranking_agreement(runs: pd.DataFrame, n: int = 10, corpora=None) -> ReportTa
                 "best under UMass": _best_model(pair[base], base_higher),
                 "best under the other": _best_model(pair[column], other_higher),
             })
-    return ReportTable(pd.DataFrame(rows), formats={"Kendall tau": "{:.2f}"})
+    few = sorted({row["models"] for row in rows if row["models"] < TAU_MODELS_ENOUGH})
+    note = (f"Caution: over {' or '.join(map(str, few))} models, Kendall's tau takes only a few values (3 models: "
+            "-1, -1/3, 1/3 or 1), so one swapped pair moves it far: read it as a hint, not evidence." if few else "")
+    left_out = _not_ranked(runs, base, corpora or sorted(done.corpus.unique()))
+    if rows and left_out:  # a model without the base score is in no ranking: say which and why
+        note = f"{note} Not ranked, without UMass@{n}: {'; '.join(left_out)}.".strip()
+    return ReportTable(pd.DataFrame(rows), formats={"Kendall tau": "{:.2f}"}, note=note)
+
+
+def _not_ranked(runs: pd.DataFrame, base: str, corpora) -> list[str]:
+    """``model on corpus (why)`` for each model with runs on a corpus but no ``base`` score there."""
+    done, left_out = finished_runs(runs), []
+    for corpus in corpora:
+        ranked = set(done[done.corpus == corpus].dropna(subset=[base]).model) if base in done else set()
+        left_out += [f"{model} on {corpus} ({gap_reason(runs, corpus, model, base)})"
+                     for model in sorted(set(runs[runs.corpus == corpus].model) - ranked)]
+    return left_out
 
 
 def _best_model(values: pd.Series, higher: bool) -> str:

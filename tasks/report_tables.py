@@ -61,6 +61,16 @@ class Share:
 
 
 @dataclass(frozen=True)
+class Gap:
+    """A value a table would show and does not have, and why (``reason``: the run failed, the
+    metric does not apply to the model, ...); shown as a dash with footnote ``mark``, the reason
+    under its table (:func:`~topicbench.tasks.report_summary.mark_gaps`)."""
+
+    reason: str
+    mark: int = 0
+
+
+@dataclass(frozen=True)
 class TopicWords:
     """A topic as a reader meets it: its top words, best first, its share of the documents
     (the mean of p(topic | document); None where not known) and its own scores, as
@@ -121,12 +131,23 @@ def finished_runs(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def failed_runs(runs: pd.DataFrame) -> pd.DataFrame:
-    """The runs that ended in an error (not finished, not running, not interrupted)."""
-    return runs[~runs.status.isin([FINISHED, RUNNING, INTERRUPTED])]
+    """The runs that ended in an error (not finished, not running, not interrupted) and that no
+    finished run of the same corpus, model and seed replaced (a fit that failed and then
+    succeeded, under another run key after a change of its settings, is not a failure)."""
+    return _not_replaced(runs, runs[~runs.status.isin([FINISHED, RUNNING, INTERRUPTED])])
 
 
 def interrupted_runs(runs: pd.DataFrame) -> pd.DataFrame:
-    return runs[runs.status == INTERRUPTED]
+    """The runs stopped before finishing that no finished run of the same corpus, model and seed
+    replaced."""
+    return _not_replaced(runs, runs[runs.status == INTERRUPTED])
+
+
+def _not_replaced(runs: pd.DataFrame, ended: pd.DataFrame) -> pd.DataFrame:
+    if ended.empty:
+        return ended
+    done = set(zip(*(finished_runs(runs)[column] for column in ("corpus", "model", "seed"))))
+    return ended[[trio not in done for trio in zip(ended.corpus, ended.model, ended.seed)]]
 
 
 def estimate(values, expected: int | None = None, scored_at: int | None = None) -> Estimate | None:
@@ -171,13 +192,44 @@ def scored_sizes(runs: pd.DataFrame, metric: str) -> list[int]:
     return sorted(int(size) for size in sizes if size.isdigit())
 
 
+#: Score keys that say how a score was obtained, not how good a model is (the share of topics
+#: an LLM answered for): shown, never ranked or marked best.
+BOOKKEEPING_SUFFIXES = ("_answered",)
+
+
 def higher_is_better(key: str) -> bool | None:
     """The direction of a score key from its metric's spec; None for what is not a metric
-    (fit seconds, memory), which the report then leaves unmarked."""
+    (fit seconds, memory) or is bookkeeping (:data:`BOOKKEEPING_SUFFIXES`), which the report
+    then leaves unmarked."""
+    if str(key).endswith(BOOKKEEPING_SUFFIXES):
+        return None
     try:
         return metric_for_key(key).higher_is_better
     except InputError:
         return None
+
+
+#: A best value is bold only where it stands out of the seeds' noise: its mean differs from the
+#: runner-up's by more than this many standard errors of the difference (each se = sd / sqrt(n)).
+NOISE_SE = 2.0
+#: The rule, as the tables' notes state it.
+NOISE_RULE = (f"bold only where it beats the runner-up by more than {NOISE_SE:g} standard errors of the "
+              "difference (se = sd / √seeds): never on one seed, never on a tie")
+
+
+def clear_best(values, higher: bool | None) -> list[int]:
+    """The position of the best of ``values`` (:class:`Estimate` cells; others, and values scored
+    at a smaller N, take no part) where it stands out of the seeds' noise (:data:`NOISE_SE`), as a
+    list of at most one; empty without a direction, a runner-up, or two seeds on both sides."""
+    ranked = [(row, value) for row, value in enumerate(values)
+              if isinstance(value, Estimate) and not value.scored_at and np.isfinite(value.mean)]
+    if higher is None or len(ranked) < 2:
+        return []
+    (row, best), (_, second) = sorted(ranked, key=lambda item: -item[1].mean if higher else item[1].mean)[:2]
+    if best.n < 2 or second.n < 2 or not (np.isfinite(best.sd) and np.isfinite(second.sd)):
+        return []
+    noise = NOISE_SE * np.sqrt(best.sd ** 2 / best.n + second.sd ** 2 / second.n)
+    return [row] if abs(best.mean - second.mean) > noise else []
 
 
 def best_rows(values, higher: bool | None) -> list[int]:
@@ -198,16 +250,17 @@ def pivot_by_model(estimates: dict, *, models, corpora, key: str | None = None) 
     direction = higher_is_better(key) if key else None
     best = set()
     for corpus in corpora:
-        best.update((row, corpus) for row in best_rows(_ranked_means(cells[corpus]), direction))
-    return ReportTable(cells, frozenset(best), note=best_rule(direction, key, _any_scored_smaller(cells, corpora)))
+        best.update((row, corpus) for row in clear_best(cells[corpus], direction))
+    return ReportTable(cells, frozenset(best), note=best_rule(direction, key, any_scored_smaller(cells, corpora)))
 
 
-def _ranked_means(values) -> list[float]:
-    """The means that take part in ranking a column: a value scored at a smaller N does not."""
-    return [np.nan if value is None or pd.isna(value) or value.scored_at else value.mean for value in values]
+def ranked_means(values) -> list[float]:
+    """The means that take part in ranking a column: a value scored at a smaller N (or a gap)
+    does not."""
+    return [value.mean if isinstance(value, Estimate) and not value.scored_at else np.nan for value in values]
 
 
-def _any_scored_smaller(cells: pd.DataFrame, columns) -> bool:
+def any_scored_smaller(cells: pd.DataFrame, columns) -> bool:
     return any(isinstance(value, Estimate) and value.scored_at for column in columns for value in cells[column])
 
 
@@ -219,7 +272,7 @@ def best_rule(direction: bool | None, key: str | None, shorter: bool) -> str:
     size = (key or "").partition("@")[2]
     among = f" among the models scored at N = {size}" if size.isdigit() else ""
     rule = (f"Bold: the best per column, the {'highest' if direction else 'lowest'} mean "
-            f"({'higher' if direction else 'lower'} is better){among}.")
+            f"({'higher' if direction else 'lower'} is better){among}, {NOISE_RULE}.")
     if shorter and size.isdigit():
         rule += (f" A value scored at a smaller N (N=…: the model's topics have fewer than {size} words) is "
                  "shown in grey and not ranked.")
@@ -233,43 +286,6 @@ def ranks_of(values, higher: bool | None) -> dict:
         return {}
     ranks = series.rank(ascending=not higher, method="min")
     return {int(position): int(rank) for position, rank in ranks.dropna().items()}
-
-
-def summary_table(runs: pd.DataFrame, keys, *, models, corpora, expected: int | None = None) -> ReportTable:
-    """Who wins where: models as rows, one column per (score key, corpus), each cell the mean over
-    seeds, ranked within its column by the metric's direction (values scored at a smaller N take
-    no part). ``keys`` are (score key, title) pairs at one N, e.g. ``("umass@10", "UMass@10")``."""
-    estimates = {key: metric_estimates(runs, key, expected) for key, _ in keys}
-    models = [model for model in models if any(pair[1] == model for found in estimates.values() for pair in found)]
-    columns, groups, ranks, best = {}, {}, {}, set()
-    for key, title in keys:
-        for corpus in corpora:
-            values = [estimates[key].get((corpus, model)) for model in models]
-            if all(value is None for value in values):
-                continue
-            column = f"{title} · {corpus}"
-            columns[column], groups[column] = values, (title, corpus)
-            for row, rank in ranks_of(_ranked_means(values), higher_is_better(key)).items():
-                ranks[(row, column)] = rank
-                if rank == 1:
-                    best.add((row, column))
-    cells = pd.DataFrame({"model": models, **columns})
-    return ReportTable(cells, frozenset(best), note=_summary_note(keys, _any_scored_smaller(cells, columns)),
-                       ranks=ranks, spread=False, column_groups=groups)
-
-
-def _summary_note(keys, shorter: bool) -> str:
-    directions = {key: higher_is_better(key) for key, _ in keys}
-    size = next(iter(directions), "").partition("@")[2]
-    lower = [title for key, title in keys if directions[key] is False]
-    order = ("higher is better for every metric here" if not lower
-             else f"higher is better, except {', '.join(lower)} (lower is better)")
-    rule = (f"Each cell: the mean over seeds at N = {size}, and its rank in its column (1: the best; {order}). "
-            f"Bold, the one rule for the best: the best mean among the models scored at N = {size}.")
-    if shorter:
-        rule += (f" A value scored at a smaller N (N=…: the model's topics have fewer than {size} words) is shown "
-                 "in grey and not ranked.")
-    return rule
 
 
 def metric_pivot(runs: pd.DataFrame, key: str, *, models, corpora, expected: int | None = None) -> ReportTable:
@@ -324,50 +340,6 @@ def pair_order(pair, corpora, models) -> tuple:
 
 def _comma_list(values) -> str:
     return ", ".join(map(str, values)) if values else "–"
-
-
-def elda_topics(runs: pd.DataFrame, limit: int = 15, words: int = 10) -> dict:
-    """(corpus, E-LDA variant) -> its topics from one seed: keyword label and top words."""
-    if "topics_json" not in runs:
-        return {}
-    if "model_class" in runs:
-        runs = runs[runs.model_class == "elda"]
-    topics = {}
-    for (corpus, model), group in runs.dropna(subset=["topics_json"]).groupby(["corpus", "model"]):
-        records = json.loads(group.iloc[0]["topics_json"])[:limit]
-        rows = [(record.get("label") or "", " ".join(record["words"].split()[:words])) for record in records]
-        topics[(corpus, model)] = ReportTable(pd.DataFrame(rows, columns=["keyword(s)", "top words"]))
-    return topics
-
-
-def model_topics(runs: pd.DataFrame, *, corpora, models, topics: int = 5, words: int = 8,
-                 scored_by=()) -> list[ReportTable]:
-    """One table per corpus (titled by it): each model's first ``topics`` topics from its first
-    seed (the most prevalent first where the run's prevalence was read, else in the model's own
-    order), its top ``words`` words each, with each topic's own score for every ``(score key,
-    label)`` of ``scored_by`` its run logged; models in the order of ``models``."""
-    if "topics_json" not in runs:
-        return []
-    done = finished_runs(runs).dropna(subset=["topics_json"]).sort_values("seed")
-    first = {pair: json.loads(group.iloc[0]["topics_json"]) for pair, group in done.groupby(["corpus", "model"])}
-    tables = []
-    for corpus in corpora:
-        rows = [_topic_row(model, first[(corpus, model)], topics, words, scored_by)
-                for model in models if (corpus, model) in first]
-        if rows:
-            tables.append(ReportTable(pd.DataFrame(rows), title=corpus))
-    return tables
-
-
-def _topic_row(model: str, records: list, topics: int, words: int, scored_by) -> dict:
-    if all("prevalence" in record for record in records):
-        records = sorted(records, key=lambda record: -record["prevalence"])
-    row = {"model": model}
-    for place, record in enumerate(records[:topics], start=1):
-        own = record.get("scores", {})
-        scores = tuple((label, own[key]) for key, label in scored_by if key in own)
-        row[f"topic {place}"] = TopicWords(tuple(record["words"].split()[:words]), record.get("prevalence"), scores)
-    return row
 
 
 @dataclass(frozen=True)

@@ -135,11 +135,22 @@ class Markdown:
                        markdown_code(part.value) if isinstance(part, Code) else part for part in self.parts)
 
     def to_html(self) -> str:
-        """The paragraph's HTML: its Markdown parts as written (their marks shown), the user's
-        as text, code as ``<code>``."""
-        return "".join(html.escape(display_text(part.value)) if isinstance(part, Text) else
-                       f"<code>{html.escape(neutral_bidi(str(part.value)))}</code>" if isinstance(part, Code) else
-                       html.escape(part) for part in self.parts)
+        """The paragraph's HTML: its Markdown parts' ``**`` as bold (the only mark this project's
+        paragraphs use; a bold span may enclose user text), the user's text as text, code as
+        ``<code>``."""
+        pieces, bold = [], False
+        for part in self.parts:
+            if isinstance(part, Text):
+                pieces.append(html.escape(display_text(part.value)))
+            elif isinstance(part, Code):
+                pieces.append(f"<code>{html.escape(neutral_bidi(str(part.value)))}</code>")
+            else:
+                for index, piece in enumerate(part.split("**")):
+                    if index:
+                        pieces.append("</strong>" if bold else "<strong>")
+                        bold = not bold
+                    pieces.append(html.escape(piece))
+        return "".join(pieces) + ("</strong>" if bold else "")
 
     def __str__(self) -> str:
         return "".join(str(part.value) if isinstance(part, (Text, Code)) else part for part in self.parts)

@@ -1,6 +1,11 @@
-"""The report of a search: each objective against K (or the first searched dimension) per model,
-mean ± sd over seeds as a band; the Pareto front where there are several objectives; the setting
-chosen per model and why; the trials' cost and the shared work; and the chosen config.
+"""The report of a search: what to use across models (the recommendation, its runners-up within
+noise, the objectives' disagreement); the setting chosen per model and why, and its fit's topics;
+each objective against K (or the first searched dimension), one y-scale per objective and one
+colour per model, mean ± sd over seeds as a band; the Pareto front where there are several
+objectives; the trials' cost and the shared work; and the chosen config.
+
+Every ± says what it is: a table's ``mean ± sd`` columns carry the seeds' standard deviation, and a
+standard error is always written ``se``.
 
 Built from the search's outcome (:func:`topicbench.flows.search.summarise`) into the report
 blocks the benchmark report uses (:mod:`.report_sections`), rendered by the same functions.
@@ -29,6 +34,11 @@ from .report_text import Code, Markdown, Text
 
 CHOSEN_CONFIG = "chosen.yaml"
 
+#: One line style per value of the other searched dimensions (the colour is the model's), in
+#: matplotlib's and plotly's names.
+LINE_STYLES = ("-", "--", ":", "-.")
+DASHES = ("solid", "dash", "dot", "dashdot")
+
 
 def study_report(outcome: dict, objectives, command: str, storage: str) -> Report:
     """The :class:`Report` of a search ``outcome`` with its ``objectives``."""
@@ -37,12 +47,42 @@ def study_report(outcome: dict, objectives, command: str, storage: str) -> Repor
         f"Search {outcome['experiment']!r}: {len(choices)} studies (corpus x model), objectives "
         f"{', '.join(o.key for o in objectives)} (the first chooses, by the one-standard-error rule over seeds).",
         Markdown("Regenerate (fits nothing already fitted): ", Code(command), ". Studies kept in ", Text(storage), "."),
+        *(f"Caution: {warning}." for warning in outcome.get("warnings", ())),
     )
-    sections = [_chosen_section(choices, objectives), _curves_section(choices, objectives)]
+    sections = [_recommendation_section(outcome.get("recommendations", ())),
+                _chosen_section(choices, objectives), _topics_section(choices), _curves_section(choices, objectives)]
     if len(objectives) > 1:
         sections.append(_pareto_section(choices, objectives))
     sections += [_trials_section(choices, objectives), _cost_section(choices, counts)]
     return Report(f"Search: {outcome['experiment']}", lead, tuple(sections))
+
+
+def _recommendation_section(recommendations) -> Section:
+    """Per corpus: the model and setting to use, the runners-up within noise, and every trial that
+    beats it on some objective beyond noise (the seeds' caution is the report's lead)."""
+    blocks = []
+    for recommendation in recommendations:
+        if recommendation.label is None:
+            blocks.append(f"{recommendation.corpus}: {recommendation.headline()}.")
+            continue
+        rows = [_recommendation_row("recommended", recommendation.label, recommendation.point, recommendation.summary,
+                                    recommendation.objective)]
+        rows += [_recommendation_row("within noise", *item, recommendation.objective) for item in recommendation.runners_up]
+        rows += [_recommendation_row("not told apart (no se)", *item, recommendation.objective)
+                 for item in recommendation.undecided]
+        blocks.append(ReportTable(pd.DataFrame(rows), title=recommendation.corpus if len(recommendations) > 1 else "",
+                                  note=f"The rule: {recommendation.rule}. se: the standard error of a mean over seeds."))
+        blocks.append(f"On {recommendation.corpus}: {recommendation.headline()}.")
+        if recommendation.disagreements:
+            blocks.append("The objectives disagree: " + "; ".join(recommendation.disagreements) + ".")
+        else:
+            blocks.append("No trial of any model beats it beyond noise on any objective.")
+    return Section("Recommendation", tuple(blocks))
+
+
+def _recommendation_row(role: str, label: str, point, summary, objective: str) -> dict:
+    return {"": role, "model": label, "setting": point_text(point), f"{objective} mean": summary.mean,
+            "se": summary.se if math.isfinite(summary.se) else None, "seeds": summary.n}
 
 
 def _chosen_section(choices, objectives) -> Section:
@@ -53,19 +93,39 @@ def _chosen_section(choices, objectives) -> Section:
         rows.append({
             "corpus": choice.corpus, "model": choice.label, "chosen": point_text(choice.point),
             "best mean": point_text(choice.best),
-            primary.key: _estimate(chosen["per_seed"].get(primary.key, [])) if chosen else None,
+            _spread_label(primary.key): _estimate(chosen["per_seed"].get(primary.key, [])) if chosen else None,
             "why": choice.rule,
         })
-    blocks = [ReportTable(pd.DataFrame(rows), note=Markdown("The chosen config (every model at its choice) is chosen.yaml "
-                                                            "beside this report: `topicbench run chosen.yaml`."))]
+    note = Markdown("The rule's se is the standard error of the best mean. The chosen config "
+                    "(every model at its choice, labelled as in the search, so it fits nothing the search fitted) is "
+                    "chosen.yaml beside this report: `topicbench run chosen.yaml`.")
+    blocks = [ReportTable(pd.DataFrame(rows), note=note)]
     for choice in choices:
         blocks += [f"{choice.label} on {choice.corpus}: {message}" for message in choice.messages]
     return Section("Chosen settings", tuple(blocks))
 
 
+def _topics_section(choices, shown: int = 20, words: int = 10) -> Section:
+    """The topics of each chosen fit (its first finished seed), so a reader judges the choice by
+    what it found, not by its scores alone."""
+    blocks = []
+    for choice in choices:
+        if not choice.topics:
+            continue
+        rows = [{"topic": number, "top words": " ".join(topic.split()[:words])}
+                for number, topic in enumerate(choice.topics[:shown])]
+        title = (f"{choice.label} at {point_text(choice.point)} on {choice.corpus}, seed {choice.topics_seed}: "
+                 f"{len(rows)} of {len(choice.topics)} topics shown (the model's own order)")
+        blocks.append(ReportTable(pd.DataFrame(rows), title=title))
+    if not blocks:
+        blocks = ["No chosen fit's topics could be read (no trial finished, or their topics.json is missing)."]
+    return Section("Topics of the chosen fits", tuple(blocks))
+
+
 def _curves_section(choices, objectives) -> Section:
     blocks = ["Each objective against the first searched dimension (K where it is searched): the mean over seeds, "
-              "the band ± one sd; other searched dimensions draw one line per value."]
+              "the band ± one sd; one colour per model, one y-scale per objective across models (compare the panels "
+              "of a row directly); other searched dimensions draw one line style per value."]
     for corpus in dict.fromkeys(c.corpus for c in choices):
         corpus_choices = [c for c in choices if c.corpus == corpus]
         blocks.append(Plot(f"search_{file_name_for(corpus)}.png", f"objectives against the searched settings on {corpus}",
@@ -111,22 +171,23 @@ def _curves_figure(choices, objectives):
     if not drawable:
         return None
     figure, axes = plt.subplots(len(objectives), len(drawable), figsize=(4.2 * len(drawable), 3.0 * len(objectives)),
-                                squeeze=False)
+                                squeeze=False, sharey="row")  # one scale per objective: panels compare directly
     for column, choice in enumerate(drawable):
+        colour = COLOURS[column % len(COLOURS)]  # one colour per model, in every row
         for row, objective in enumerate(objectives):
             axis = axes[row][column]
             x_label, lines = _curve_lines(choice, objective)
             for i, (label, xs, positions, means, sds, chosen) in enumerate(lines):
-                colour, marker = COLOURS[i % len(COLOURS)], MARKERS[i % len(MARKERS)]
-                axis.plot(positions, means, marker=marker, color=colour, label=label)
+                marker, style = MARKERS[i % len(MARKERS)], LINE_STYLES[i % len(LINE_STYLES)]
+                axis.plot(positions, means, marker=marker, linestyle=style, color=colour, label=label)
                 axis.fill_between(positions, means - sds, means + sds, color=colour, alpha=0.2)
-                if positions is not xs:
-                    axis.set_xticks(positions, [str(x) for x in xs])
+                axis.set_xticks(positions, [str(x) for x in xs])  # the searched values only (K = 2.5 was never fitted)
                 if chosen is not None:
                     axis.axvline(chosen, color="#555", linestyle=":", linewidth=1)
             axis.set_xlabel(x_label)
-            axis.set_ylabel(_objective_label(objective))
-            axis.set_title(choice.label if row == 0 else "", fontsize=9)
+            if column == 0:  # the row shares its scale: one title says what it measures
+                axis.set_ylabel(_objective_label(objective))
+            axis.set_title(choice.label if row == 0 else "", fontsize=9, color=colour)
             axis.grid(alpha=0.3)
             if len(lines) > 1 and row == 0:
                 axis.legend(fontsize=7, frameon=False)
@@ -146,25 +207,28 @@ def _curves_interactive(choices, objectives, corpus: str):
     if not drawable:
         return None
     figure = make_subplots(rows=len(objectives), cols=len(drawable), column_titles=[c.label for c in drawable],
-                           vertical_spacing=0.6 / len(objectives), horizontal_spacing=0.08)
+                           vertical_spacing=0.6 / len(objectives), horizontal_spacing=0.08,
+                           shared_yaxes=True)  # one scale per objective (row) across models
     for column, choice in enumerate(drawable, start=1):
+        colour = COLOURS[(column - 1) % len(COLOURS)]  # one colour per model, in every row
         for row, objective in enumerate(objectives, start=1):
             x_label, lines = _curve_lines(choice, objective)
             for i, (label, xs, positions, means, sds, chosen) in enumerate(lines):
-                colour = COLOURS[i % len(COLOURS)]
                 figure.add_trace(go.Scatter(
                     x=positions, y=means, error_y={"type": "data", "array": sds, "color": colour, "thickness": 1},
                     mode="lines+markers", name=label, legendgroup=label, showlegend=row == 1 and len(lines) > 1,
-                    line={"color": colour}, marker={"symbol": SYMBOLS[MARKERS[i % len(MARKERS)]], "size": 7},
+                    line={"color": colour, "dash": DASHES[i % len(DASHES)]},
+                    marker={"symbol": SYMBOLS[MARKERS[i % len(MARKERS)]], "size": 7},
                     customdata=[str(x) for x in xs],
-                    hovertemplate=f"{label}<br>{x_label}=%{{customdata}}: %{{y:.4g}} ± %{{error_y.array:.2g}}<extra></extra>",
+                    hovertemplate=f"{label}<br>{x_label}=%{{customdata}}: mean %{{y:.4g}} ± sd %{{error_y.array:.2g}}<extra></extra>",
                 ), row=row, col=column)
                 if chosen is not None:
                     figure.add_vline(x=chosen, line={"color": "#555", "dash": "dot", "width": 1}, row=row, col=column)
                 # ticks at the searched values only (K = 2.5 was never fitted)
                 figure.update_xaxes(tickvals=positions, ticktext=[str(x) for x in xs], row=row, col=column)
             figure.update_xaxes(title_text=x_label, row=row, col=column)
-            figure.update_yaxes(title_text=_objective_label(objective), title_font={"size": 10}, row=row, col=column)
+            if column == 1:  # the row shares its scale: one title says what it measures
+                figure.update_yaxes(title_text=_objective_label(objective), title_font={"size": 10}, row=row, col=column)
     figure_layout(figure, f"Objectives against the searched settings — {corpus}", 120 + 260 * len(objectives),
                   legend_title=None)
     return figure
@@ -180,8 +244,8 @@ def _pareto_section(choices, objectives) -> Section:
         for index in pareto_front(values, [o.higher_is_better for o in objectives]):
             trial = trials[int(index)]
             rows.append({"corpus": choice.corpus, "model": choice.label, "setting": point_text(trial["point"]),
-                         **{o.key: _estimate(trial["per_seed"].get(o.key, [])) for o in objectives}})
-    note = "Trials no other trial of the model beats on every objective (means over seeds)."
+                         **{_spread_label(o.key): _estimate(trial["per_seed"].get(o.key, [])) for o in objectives}})
+    note = "Trials no other trial of the model beats on every objective (means over seeds; ± is one sd)."
     return Section("Pareto front", (ReportTable(pd.DataFrame(rows), note=note),))
 
 
@@ -192,9 +256,14 @@ def _trials_section(choices, objectives) -> Section:
             rows.append({"corpus": choice.corpus, "model": choice.label, "trial": trial["number"],
                          "setting": point_text(trial["point"]), "state": trial["state"],
                          "seeds": len(trial["seeds"]),
-                         **{o.key: _estimate(trial["per_seed"].get(o.key, [])) for o in objectives},
+                         **{_spread_label(o.key): _estimate(trial["per_seed"].get(o.key, [])) for o in objectives},
                          "fit s (sum over seeds)": round(sum(trial["fit_seconds"]), 2)})
     return Section("Trials", (ReportTable(pd.DataFrame(rows), note="mean ± sd over seeds (stability: over pairs of seeds)."),))
+
+
+def _spread_label(key: str) -> str:
+    """A column of :class:`Estimate` cells, its ± named: ``npmi@10 (mean ± sd)``."""
+    return f"{key} (mean ± sd)"
 
 
 def _cost_section(choices, counts) -> Section:
@@ -221,7 +290,8 @@ def write_study_report(report: Report, chosen_config: dict, folder) -> dict:
         write_text_atomically(folder / "search.md", render_markdown(report, images))
         figures = interactive_plots(report.plots(), pd.DataFrame(), [])
         write_text_atomically(folder / "search.html", render_html(report, images, figures))
-        header = "# The search's chosen settings: topicbench run chosen.yaml\n"
+        header = ("# The search's chosen settings: topicbench run chosen.yaml\n"
+                  "# (its experiment, labels and seeds are the search's: on the same store it fits nothing the search fitted)\n")
         write_text_atomically(folder / CHOSEN_CONFIG, header + yaml.safe_dump(chosen_config, sort_keys=False))
     except (OSError, OutputPathError) as error:  # the folder became something else while the search ran
         reason = getattr(error, "strerror", None) or error

@@ -7,6 +7,7 @@ fitted by an earlier (interrupted) run of the search, or fitted by another proce
 
 from __future__ import annotations
 
+import logging
 import math
 import tempfile
 from dataclasses import dataclass, field
@@ -14,6 +15,8 @@ from pathlib import Path
 
 from topicbench.core.search_space import STABILITY
 from topicbench.tasks.fit_record import METRIC_CONTEXT_TAG
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -95,6 +98,21 @@ def seed_pair_stability(client, runs: list, measure: str) -> list:
             outputs.append(TopicModelOutput.load(target / "output"))
         summary = seed_stability(outputs, measure)
     return [float(score.mean_matched_similarity) for score in summary.scores]
+
+
+def fit_topics(client, run_id: str) -> list | None:
+    """A tracked fit's topics (its ``topics.json``), each its top words in one string; None where
+    the run has none (the report says so rather than failing)."""
+    import json
+
+    try:
+        with tempfile.TemporaryDirectory(prefix="topicbench-topics-") as folder:
+            path = client.download_artifacts(run_id, "topics.json", folder)
+            records = json.loads(Path(path).read_text(encoding="utf-8"))
+        return [str(record["words"]) for record in records]
+    except Exception as error:  # a report without the topics is still a report
+        logger.warning("run %s: its topics.json could not be read (%s)", run_id, error)
+        return None
 
 
 def _json_number(value: float):

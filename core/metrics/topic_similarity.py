@@ -74,6 +74,40 @@ def topic_similarity(topic_word_a, topic_word_b, measure: str = "jensen_shannon"
     return similarity_of(prepare(a, measure, top_n, persistence), prepare(b, measure, top_n, persistence))
 
 
+def ranked_words_similarity(words_a, words_b, *, top_n: int = RBO_TOP_N,
+                            persistence: float = RBO_PERSISTENCE) -> np.ndarray:
+    """The ``"top_words"`` similarity of topics given as ranked word lists (a run's
+    ``topics.json``), not as matrices: runs of different models over one corpus compared on the
+    words a reader sees, without reading their matrices.
+
+    Parameters
+    ----------
+    words_a, words_b : sequences of sequences of str
+        Each topic's words, best first (a word repeated in a list counts at its first place).
+    top_n : int, default 10
+        N; lowered to the shortest list's length where a list is shorter.
+    persistence : float, default 0.9
+
+    Returns
+    -------
+    ndarray of float64, shape (len(words_a), len(words_b)), in [0, 1]
+
+    >>> ranked_words_similarity([["tax", "vote"], ["game", "team"]], [["team", "game"]], top_n=2).round(3)
+    array([[0. ],
+           [0.9]])
+    """
+    _, top_n, persistence = check_settings("top_words", top_n, persistence)
+    lists = [list(dict.fromkeys(words)) for words in (*words_a, *words_b)]
+    if not words_a or not words_b or min(map(len, lists)) == 0:
+        raise InputError("ranked_words_similarity: every topic needs at least one word, and each side a topic")
+    n = min(top_n, *map(len, lists))
+    index: dict = {}
+    ids = np.array([[index.setdefault(word, len(index)) for word in words[:n]] for words in lists], dtype=np.int64)
+    split = len(words_a)
+    return similarity_of(PreparedTopics("top_words", _rbo_rows(ids[:split], len(index), persistence)),
+                         PreparedTopics("top_words", _rbo_rows(ids[split:], len(index), persistence)))
+
+
 def top_word_ids(topic_word, n: int) -> np.ndarray:
     """(K, n) ids of each topic's n largest entries, largest first, ties by lower word id: what
     ``np.argsort(-row, kind="stable")[:n]`` gives, without sorting whole dense rows."""

@@ -3,6 +3,9 @@
 ``{topicbench-metrics}`` (a directive, in MyST: a fenced block) renders every metric of
 :data:`topicbench.core.metrics.registry.METRICS` with its direction, needs, the keys it reports,
 its aggregation and its description, read from the registry at build time.
+
+A page named like one the HTML builder writes itself (``search``, ``genindex``, ``py-modindex``)
+ends the build with an error naming it: the builder would overwrite it silently.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import re
+from pathlib import Path
 
 from docutils import nodes
 from sphinx.util.docutils import SphinxDirective
@@ -199,8 +203,28 @@ def _resolve_reference(app, env, node, contnode):
     return make_refnode(app.builder, node["refdoc"], entry.docname, entry.node_id, contnode, matches[0])
 
 
+def pages_the_builder_writes(app) -> set[str]:
+    """The pages Sphinx's HTML builder writes itself: its search page, the general index, each
+    domain's index (``py-modindex``) and ``html_additional_pages``."""
+    names = {"search", "genindex", "genindex-all", *app.config.html_additional_pages}
+    return names | {f"{domain.name}-{index.name}" for domain in app.env.domains.values() for index in domain.indices}
+
+
+def _refuse_pages_the_builder_overwrites(app, env, docnames):
+    """A page named like one of :func:`pages_the_builder_writes` is written over by it without a
+    warning (``search.md`` became Sphinx's search page, and the manual lost "Choosing K"): refuse."""
+    taken = sorted(pages_the_builder_writes(app) & set(env.found_docs))
+    if taken:
+        from sphinx.errors import ExtensionError
+
+        raise ExtensionError(
+            "; ".join(f"{Path(env.doc2path(name, False))}: Sphinx writes its own {name}.html over this page"
+                      for name in taken) + ": rename the page and every link to it")
+
+
 def setup(app):
     app.add_directive("topicbench-metrics", MetricsTable)
+    app.connect("env-before-read-docs", _refuse_pages_the_builder_overwrites)
     app.connect("autodoc-process-docstring", _save_prose, priority=400)
     app.connect("autodoc-process-docstring", _restore_prose, priority=600)
     app.connect("autodoc-process-docstring", _tidy_docstring, priority=700)

@@ -214,7 +214,7 @@ def test_ui_prints_the_runs_view_url_and_opens_it_only_with_a_browser(store, mon
     monkeypatch.setattr(cli_ui, "start_ui_server", lambda uri, port: _FinishedServer())
     monkeypatch.setattr(cli_ui, "stop_process_group", lambda process: None)
     monkeypatch.setattr(cli_ui, "browser_available", lambda: browser)
-    monkeypatch.setattr(cli_ui, "wait_until_listening", lambda server, port: True)
+    monkeypatch.setattr(cli_ui, "wait_until_answering", lambda server, port: True)
     monkeypatch.setattr(cli_ui, "open_in_browser", opened.append)
     port = _free_port()
     assert main(["ui", "--tracking-uri", uri, "--port", str(port), "--experiment", "older"]) == 0

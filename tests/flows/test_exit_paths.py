@@ -354,9 +354,11 @@ def test_ui_stopped_with_ctrl_c_takes_its_server_and_workers_down(tmp_path):
         server_processes = [p.pid for p in psutil.Process(ui.pid).children(recursive=True)]
         assert server_processes
         ui.send_signal(signal.SIGINT)
-        ui.wait(timeout=120)
+        output = ui.communicate(timeout=120)[0]
         assert wait_gone(server_processes, 30) == []
         assert not _listening(port)
+        # the UI's own last line, not `run`'s "the same command resumes"
+        assert output.strip().splitlines()[-1] == f"stopped the MLflow UI on 127.0.0.1:{port}" and ui.returncode == 0
     finally:  # a failed check must not leave the server listening after the test
         for pid in [ui.pid, *server_processes]:
             with contextlib.suppress(psutil.NoSuchProcess):

@@ -114,6 +114,8 @@ CASES = [
          config=_config(**{"num_topics: 4}": "num_topics: 4, settings: {iterations: many}}"})),
     Case("run: passes true", RUN, "models[1].settings.passes must be an integer, got True",
          config=_config(**{"num_topics: 4}": "num_topics: 4, settings: {passes: true}}"})),
+    Case("run: num_topics for elda", RUN, "models[0] (elda): num_topics does not apply to elda, which chooses how many "
+         "topics it uses from kappa", config=_config(**{"{model: elda}": "{model: elda, num_topics: 10}"})),
     Case("run: kappa 0.5", RUN, "kappa must be >= 1", config=_config(**{"{model: elda}": "{model: elda, settings: {kappa: 0.5}}"})),
     Case("run: generator unknown", RUN, "generator must be one of", config=_config(**{"{model: elda}": "{model: elda, settings: {generator: magic}}"})),
     Case("run: settings not a mapping", RUN, "settings must be a mapping", config=_config(**{"{model: elda}": "{model: elda, settings: [1]}"})),

@@ -62,7 +62,7 @@ def test_an_endpoint_dripping_one_byte_a_second_ends_the_run_within_llm_timeout(
         code = _run(tmp_path, _config(tmp_path, tiny_octis, timeout=3), dripping.url)
         seconds = time.monotonic() - started
     last = capsys.readouterr().err.strip().splitlines()[-1]
-    assert code == 2 and "did not answer a chat request (no complete reply within 3 s" in last, last
+    assert code == 2 and "did not answer a chat request (no complete reply within" in last, last
     assert seconds < 3 + 10  # the check's 3 s, and the command's own start
     assert not (tmp_path / "store").exists()
 

@@ -10,6 +10,8 @@ from topicbench.flows.benchmark import run_benchmark
 from topicbench.flows.config import BenchmarkConfig
 from topicbench.flows.report import report
 
+from report_browser import clipped_titles, rank_problems
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
@@ -55,7 +57,7 @@ def test_report_has_every_section(tracked, tmp_path):
     assert (tmp_path / "out" / "coherence_toy.png").stat().st_size > 1000
     # models as rows, corpora as columns, the best per corpus bold
     coherence = text[text.index("**UMass@10**"):text.index("**NPMI@10**")]
-    assert "| model | toy |" in coherence and coherence.count("**") >= 4
+    assert "| model | toy |" in coherence and "2 standard errors of the difference" in text
     # the report is also an artifact of the benchmark's parent run, beside the runs in the tracking UI
     from mlflow.tracking import MlflowClient
 
@@ -74,10 +76,12 @@ def test_report_opens_with_a_summary_then_links_every_section_and_shows_every_mo
     headings = [line for line in text.splitlines() if line.startswith("## ")]
     assert headings[0] == "## Summary: who wins where" and text.index("| model |") > text.index(headings[0])
     summary = text[text.index(headings[0]):text.index("**Contents**")]
-    assert "| model | UMass@10 · toy | NPMI@10 · toy | C_V@10 · toy | TD@10 · toy |" in summary
-    rows = [line for line in summary.splitlines() if line.startswith("| ") and "model" not in line]
+    assert "| model | K · toy | seeds · toy | UMass@10 · toy | NPMI@10 · toy | C_V@10 · toy | TD@10 · toy |" in summary
+    raw = summary[summary.index("| model |"):].split("\n\n")[0]  # (a table at matched K may follow)
+    rows = [line for line in raw.splitlines() if line.startswith("| ") and "model" not in line]
     assert [row.split(" | ")[0][2:] for row in rows] == ["elda", "gensim_lda", "gibbs_lda", "gibbs_sparse"]
-    assert all(re.search(r"-?\d\.\d+(\*\*)? [①②③④]", cell) for row in rows for cell in row.split(" | ")[1:])
+    assert [row.split(" | ")[1:3] for row in rows][1:] == [["3", "2"]] * 3  # K and the seeds behind each cell
+    assert all(re.search(r"-?\d\.\d+(\*\*)? [①②③④]", cell) for row in rows for cell in row.split(" | ")[3:])
     assert summary.count("①") >= 4 and "the best mean among the models scored at N = 10" in summary
     # the contents: a link to every heading's anchor
     contents = text[text.index("**Contents**"):text.index(headings[1])]
@@ -94,9 +98,17 @@ def test_report_opens_with_a_summary_then_links_every_section_and_shows_every_mo
     assert "| model | topic 1 | topic 2 | topic 3 |" in topics
     assert all(f"| {model} |" in topics for model in ("elda", "gensim_lda", "gibbs_lda", "gibbs_sparse"))
     # each with its share of the documents and its own NPMI@10 (read from the run's topic_scores.csv)
-    cells = [cell for line in topics.splitlines() if line.startswith("| ") and "topic 1" not in line
+    side_by_side = topics[topics.index("| model | topic 1"):].split("\n\n")[0]
+    cells = [cell for line in side_by_side.splitlines() if line.startswith("| ") and "topic 1" not in line
              for cell in line.strip("| ").split(" | ")[1:]]
     assert cells and all(re.search(r"\(\d+(\.\d+)?% · NPMI -?\d", cell) for cell in cells if cell != "–"), cells
+    # how many of each model's topics are shown; the others' closest topics; example documents
+    assert re.search(r"Topics shown: elda (\d+ of \d+|all \d+), gensim_lda all 3, gibbs_lda all 3", topics)
+    assert "**toy: elda's topics (" in topics and " · RBO " in topics
+    for model in ("elda", "gensim_lda", "gibbs_lda", "gibbs_sparse"):
+        title, examples = topics[topics.index(f"**{model} on toy: "):].split("\n\n")[:2]
+        assert title.endswith("with example documents**"), title
+        assert re.search(r"\| \\#\d+: (tax|budget|war|troops|school|teacher|health|doctor|vote|bill|law|court) ", examples)
 
 
 def test_report_reads_the_benchmarks_config_and_shows_the_sections_asked_for(tracked, tmp_path):
@@ -182,6 +194,8 @@ def test_html_report_renders_tables_and_interactive_plots_in_a_browser(tracked, 
         page.goto(page_url)
         page.wait_for_load_state("load")
         found = page.evaluate(BROWSER_CHECKS)
+        titles = clipped_titles(page)
+        ranked, rank_issues = rank_problems(page)
         page.screenshot(path=str(tmp_path / "report-1400.png"), full_page=True)
         browser.close()
     assert found["tables"] >= 5 and all(r >= 2 for r in found["rows"])
@@ -198,6 +212,10 @@ def test_html_report_renders_tables_and_interactive_plots_in_a_browser(tracked, 
     # the summary opens the page, coloured by rank, and the contents link every heading
     assert "summary" in found["first"] and found["firstHeading"] == "Summary: who wins where"
     assert found["summaryBeforeContents"] and found["ranked"] >= 16
+    # each ranked cell shows its rank (not only on hover), and a deuteranope tells rank 1 from the last
+    assert ranked == found["ranked"] and rank_issues == []
+    # every plot and axis title reads whole: inside its figure, beside its axis, over nothing else
+    assert titles == []
     assert found["links"] == [f"#{h['id']}" for h in found["headings"]] and all(h["id"] for h in found["headings"])
     # at 1400 px nothing overflows its cell or the page, and the page logs no error
     assert found["overflowing"] == [] and found["pageWidth"] <= 1400
@@ -208,7 +226,7 @@ def test_report_shows_each_models_stability_across_its_seeds_above_chance(tracke
     from topicbench.tasks.report import collect_runs
     from topicbench.tasks.report_stability import collect_stability
 
-    findings = collect_stability(tracked, collect_runs.fn(tracked, "report-test"))
+    findings = collect_stability(tracked, collect_runs(tracked, "report-test"))
     rows = findings.table.set_index("model")
     assert sorted(rows.index) == ["elda", "gensim_lda", "gibbs_lda", "gibbs_sparse"]
     for model, row in rows.iterrows():  # two seeds of one corpus: one pair, and its chance level
@@ -221,3 +239,109 @@ def test_report_shows_each_models_stability_across_its_seeds_above_chance(tracke
     assert text.index("## Robustness") < text.index("## Stability across seeds") < text.index("## E-LDA's topics")
     section = text[text.index("## Stability across seeds"):text.index("## E-LDA's topics")]
     assert "**toy**" in section and all(f"| {model} | 2 |" in section for model in rows.index)
+
+
+class OutOfReferenceModel:
+    """Registers ``test_only_words`` for one test: K topics whose first topic leads with words that
+    occur only in the corpus's test documents (as ProdLDA's did on a new user's corpus), so that
+    coherence against the training documents does not apply to it."""
+
+    @staticmethod
+    def model_class():
+        import numpy as np
+
+        from topicbench.baselines.base import TopicModel, normalize_rows, top_words_of
+        from topicbench.core.output import TopicModelOutput
+
+        class TestOnlyWordsModel(TopicModel):
+            name = "test_only_words"
+            defaults = {"top_words": 10}
+
+            def _fit(self, corpus):
+                k = self._require_num_topics(self.num_topics)
+                counts = np.asarray(corpus.doc_term.sum(axis=0), dtype=np.float64).ravel()
+                weights = np.stack([counts + 1.0 + np.roll(np.arange(corpus.n_words), t) / corpus.n_words for t in range(k)])
+                weights[0] += np.where(counts == 0, 1e6, 0.0)  # words the fitted (training) documents never use
+                topic_word = normalize_rows(weights)
+                output = TopicModelOutput(
+                    model=self.name, vocabulary=tuple(corpus.vocabulary),
+                    topics=top_words_of(topic_word, corpus.vocabulary, self.settings["top_words"]),
+                    topic_word_matrix=topic_word, topic_document_matrix=np.full((k, corpus.n_documents), 1.0 / k))
+                return output, {"num_topics_": k}
+
+        return TestOnlyWordsModel
+
+
+@pytest.fixture
+def out_of_reference_model():
+    from topicbench.baselines.registry import MODELS
+
+    MODELS.register("test_only_words", OutOfReferenceModel.model_class())
+    yield
+    MODELS._entries.pop("test_only_words", None)
+
+
+def test_a_new_users_labelled_study_reports_k_every_requested_score_and_a_reason_for_every_gap(
+        tmp_path, out_of_reference_model):
+    """The study of issue 38: a labelled corpus with test documents, models at different K, held-out
+    and label metrics asked for, and a model whose top words are not in the training documents."""
+    import json
+    import random
+    import re
+
+    from mlflow.tracking import MlflowClient
+
+    rng = random.Random(3)
+    themes = {"economy": "tax budget deficit jobs", "war": "troops army defense soldiers", "school": "teacher student class exam"}
+    lines = []
+    for d in range(60):
+        label, words = list(themes.items())[d % 3]
+        partition = "test" if d >= 48 else "train"
+        text = rng.choices(words.split() * 3 + " ".join(themes.values()).split(), k=12)
+        text += ["zebra", "quokka"] if partition == "test" else []  # words only the test documents use
+        lines.append(f"{' '.join(text)}\t{partition}\t{label}\n")
+    (tmp_path / "corpus").mkdir()
+    (tmp_path / "corpus" / "corpus.tsv").write_text("".join(lines))
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    metrics = ["umass", "npmi", "topic_diversity", "perplexity", "heldout_log_likelihood", "clustering",
+               "log_likelihood_own"]
+    config = BenchmarkConfig.from_dict({
+        "experiment": "new-user", "tracking_uri": uri, "seeds": [0, 1], "metrics": metrics, "top_n": [5, 10],
+        "corpora": [{"name": "study", "source": str(tmp_path / "corpus"), "preprocessing": {"preprocessed": True}}],
+        "models": [
+            {"model": "gensim_lda", "num_topics": 3, "settings": {"passes": 2, "iterations": 20, "top_words": 10}},
+            {"model": "gibbs_lda", "num_topics": 9, "settings": {"iterations": 50, "top_words": 10}},
+            {"model": "test_only_words", "num_topics": 3},
+        ],
+    })
+    assert run_benchmark(config).is_completed()
+    report("new-user", uri, str(tmp_path / "out"), sections=["summary", "requested_scores"])
+    text = (tmp_path / "out" / "report.md").read_text()
+    summary = text[text.index("## Summary"):text.index("**Contents**")]
+    # K and the seeds behind the cells, and the caution where K differ by more than 2x
+    assert "| model | K · study | seeds · study |" in summary
+    assert "| gibbs_lda | 9 | 2 |" in summary and "| gensim_lda | 3 | 2 |" in summary
+    assert "**Caution: the models differ in K on study** (topics used: gibbs_lda 9, gensim_lda 3, test_only_words 3)" in summary
+    # and the comparison at matched K beside the raw one: each model's 3 most prevalent topics
+    matched = summary[summary.index("**At matched K: the same number of topics for every model**"):]
+    assert "| gibbs_lda | 3 |" in matched and "| gensim_lda | 3 |" in matched
+    # every requested metric is in the report, each score with its direction
+    for key in ("UMass@10 · study", "NPMI@10 · study", "TD@10 · study", "**perplexity (lower is better)**",
+                "**heldout_log_likelihood (higher is better)**", "**nmi (higher is better)**",
+                "**purity (higher is better)**", "**log_likelihood_own (higher is better)**"):
+        assert key in text, key
+    # every dash has a footnote mark, and every mark its reason under the table
+    cells = [cell for line in text.splitlines() if line.startswith("| ") for cell in line.strip("| ").split(" | ")]
+    assert "–" not in cells and any(cell.startswith("–") for cell in cells)
+    marks = {mark for cell in cells for mark in re.findall(r"^–([¹²³⁴⁵⁶⁷⁸⁹]+)$", cell)}
+    assert marks and all(f"–{mark} " in text for mark in marks)
+    assert "umass does not apply to test_only_words: topic 0: the word " in summary
+    assert "does not occur in the reference corpus" in summary
+    assert "perplexity does not apply to test_only_words" in text
+    # and in the run's tags
+    client = MlflowClient(uri)
+    experiment = client.get_experiment_by_name("new-user")
+    (run, *_) = client.search_runs([experiment.experiment_id], "tags.model = 'test_only_words'")
+    skipped = json.loads(run.data.tags["topicbench.skipped_metrics"])
+    assert "does not occur in" in skipped["npmi"] and "perplexity" in skipped
+    assert run.data.tags["topicbench.skipped.npmi"] == skipped["npmi"]  # and a tag of its own

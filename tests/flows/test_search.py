@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import optuna
 import psutil
@@ -17,14 +18,17 @@ import pytest
 import yaml
 from mlflow.tracking import MlflowClient
 
+from topicbench.core.search_space import Objective
 from topicbench.core.validation import InputError
 from topicbench.flows import search as search_module
+from topicbench.flows.benchmark import run_benchmark
 from topicbench.flows.config import BenchmarkConfig
 from topicbench.flows.search import run_search
 from topicbench.flows.search_plan import SearchPlan
 from topicbench.tasks.study import default_storage
 from topicbench.tasks.study_report import study_report, write_study_report
 
+from report_browser import CHROMIUM, clipped_titles, open_page, rank_problems
 from test_exit_paths import wait_for_fit_claims
 from test_run_claims import topicbench, topicbench_env
 
@@ -165,8 +169,14 @@ def test_a_grid_search_chooses_reports_and_a_second_run_fits_nothing(tiny_octis,
                                  outcome["chosen_config"], tmp_path / "report")
     text = Path(written["markdown"]).read_text()
     assert "## Chosen settings" in text and "## Pareto front" in text and "search_tiny.png" in text
+    # what to use across the models, and each chosen fit's topics, as its first seed found them
+    recommendation = outcome["recommendations"][0]
+    assert recommendation.label in choices and f"On tiny: {recommendation.headline()}." in text
+    for choice in outcome["choices"]:
+        assert choice.topics_seed == 0 and choice.topics and choice.topics[0].split()[0] in text
+        assert "±" not in choice.rule  # its standard error is written "se", never a bare ±
     chosen = BenchmarkConfig.from_dict(yaml.safe_load(Path(written["config"]).read_text()))
-    assert chosen.search is None and chosen.experiment == "tiny-search-chosen"
+    assert chosen.search is None and chosen.experiment == "tiny-search"
     assert chosen.models[0].num_topics == choices["gensim_lda"].point["num_topics"]
     assert chosen.models[1].settings["kappa"] == choices["elda"].point["kappa"]
 
@@ -174,6 +184,11 @@ def test_a_grid_search_chooses_reports_and_a_second_run_fits_nothing(tiny_octis,
     assert (again["counts"].trials_told, again["counts"].fits_run) == (0, 0)
     assert [c.point for c in again["choices"]] == [c.point for c in outcome["choices"]]
     assert len(fit_runs(store)) == 8 and len(study_parents(store)) == 1
+
+    # topicbench run chosen.yaml reuses the search's fits: 2 models x 2 seeds, every one found finished
+    summary = run_benchmark(chosen).result()
+    assert (summary["runs"], summary["skipped_finished"], summary["logged"]) == (4, 4, [])
+    assert len(fit_runs(store)) == 8
 
 
 @pytest.mark.usefixtures("prefect_server")
@@ -262,7 +277,74 @@ def test_nsga2_searches_two_objectives_and_its_report_shows_the_front(tiny_octis
     assert [d.name for d in study.directions] == ["MAXIMIZE", "MAXIMIZE"] and len(study.trials) == 2
     text = study_report(outcome, plan.objectives, "topicbench search x", "db")
     front = next(s for s in text.sections if s.title == "Pareto front").blocks[0].cells
-    assert 1 <= len(front) <= 2 and set(front.columns) >= {"npmi@5", "topic_diversity@5"}
+    assert 1 <= len(front) <= 2 and set(front.columns) >= {"npmi@5 (mean ± sd)", "topic_diversity@5 (mean ± sd)"}
+
+
+# -- what the search says to use ------------------------------------------------------------------
+
+
+def hand_choice(label: str, chosen: dict, trials: list) -> search_module.ModelChoice:
+    """A model's choice built by hand: ``trials`` as (point, {objective: per-seed values})."""
+    rows = [{"number": number, "state": "COMPLETE", "point": point, "per_seed": per_seed, "seeds": [0, 1, 2],
+             "run_ids": [], "fit_seconds": [1.0, 1.0, 1.0]} for number, (point, per_seed) in enumerate(trials)]
+    return search_module.ModelChoice("tiny", label, chosen, chosen, "by hand", (), rows)
+
+
+def hand_search() -> tuple:
+    """Three models over 3 seeds, answers worked out by hand: gensim at K=5 has the best NPMI
+    (0.21, se 0.0058); Gibbs at K=5 (0.205, se 0.0029) is within √(se₁² + se₂²) = 0.0065 of it;
+    E-LDA (0.055) is not; Gibbs at K=10 loses on NPMI but beats gensim's K=5 on NMI by 0.20."""
+    objectives = (Objective("npmi@10", True), Objective("nmi", True))
+    choices = [
+        hand_choice("gensim_lda", {"num_topics": 5}, [
+            ({"num_topics": 5}, {"npmi@10": [0.20, 0.22, 0.21], "nmi": [0.30, 0.32, 0.31]})]),
+        hand_choice("gibbs_lda", {"num_topics": 5}, [
+            ({"num_topics": 5}, {"npmi@10": [0.20, 0.21, 0.205], "nmi": [0.30, 0.31, 0.32]}),
+            ({"num_topics": 10}, {"npmi@10": [0.10, 0.11, 0.12], "nmi": [0.50, 0.52, 0.51]})]),
+        hand_choice("elda", {"kappa": 1.0}, [({"kappa": 1.0}, {"npmi@10": [0.05, 0.06, 0.055], "nmi": [0.3, 0.3, 0.3]})]),
+    ]
+    plan = SimpleNamespace(objectives=objectives)
+    return plan, choices
+
+
+def test_the_search_recommends_across_models_with_runners_up_and_disagreements(tmp_path):
+    plan, choices = hand_search()
+    recommendation = search_module.recommend(plan, choices)
+    assert (recommendation.label, recommendation.point) == ("gensim_lda", {"num_topics": 5})
+    assert [(label, point) for label, point, _ in recommendation.runners_up] == [("gibbs_lda", {"num_topics": 5})]
+    assert recommendation.disagreements == ("gibbs_lda at K=10 beats it beyond noise on nmi (0.51 vs 0.31)",)
+    assert recommendation.headline().startswith("use gensim_lda at K=5 (npmi@10 mean 0.21, se 0.0058, 3 seeds); "
+                                                "within noise of it: gibbs_lda at K=5")
+    # with one seed nothing is told apart: said, not guessed
+    single = [hand_choice(c.label, c.point, [(t["point"], {k: v[:1] for k, v in t["per_seed"].items()})
+                                            for t in c.trials]) for c in choices]
+    alone = search_module.recommend(plan, single)
+    assert alone.runners_up == () and len(alone.undecided) == 2 and alone.disagreements == ()
+
+    outcome = {"experiment": "tiny-search", "choices": choices, "counts": search_module.SearchCounts(),
+               "recommendations": [recommendation], "warnings": search_module.seed_warnings((0, 1))}
+    written = write_study_report(study_report(outcome, plan.objectives, "topicbench search x", "db"), {}, tmp_path)
+    text = Path(written["markdown"]).read_text()
+    assert text.index("## Recommendation") < text.index("## Chosen settings")
+    assert "On tiny: use gensim_lda at K=5" in text and "The objectives disagree: gibbs_lda at K=10" in text
+    assert "Caution: 2 seeds per point" in text and "one-standard-error rule and 'within noise' are loose" in text
+    # every ± is named: the tables' columns say sd, the rule's standard error is written se
+    assert "npmi@10 (mean ± sd)" in text and "| se |" in text
+    assert search_module.seed_warnings((0, 1, 2)) == () and search_module.seed_warnings((0,)) == ()
+
+
+def test_the_objective_plots_share_one_scale_per_objective_and_one_colour_per_model():
+    from topicbench.tasks.study_report import _curves_figure
+
+    plan, choices = hand_search()
+    figure = _curves_figure(choices, plan.objectives)
+    axes = figure.axes
+    assert len(axes) == 6  # 2 objectives x 3 models
+    for row in (axes[:3], axes[3:]):
+        assert len({axis.get_ylim() for axis in row}) == 1  # one scale across the models of an objective
+    colours = [{line.get_color() for line in axis.get_lines() if line.get_marker() != "None"} for axis in axes]
+    assert colours[:3] == colours[3:] and all(len(c) == 1 for c in colours)
+    assert len(set.union(*colours)) == 3  # one colour per model, the same in every row
 
 
 def test_a_study_reopened_resumes_and_another_definition_is_another_study(tmp_path):
@@ -479,3 +561,24 @@ def test_a_study_storage_that_is_a_tracking_store_is_refused_before_any_work(tmp
     assert database.read_bytes() == before
     check_storage(f"sqlite:///{tmp_path / 'optuna-studies.db'}", f"sqlite:///{database}")  # the default is fine
     check_storage(str(tmp_path / "studies.journal"), f"sqlite:///{database}")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium: scripts/setup.sh --browser installs it (Debian package)")
+@pytest.mark.usefixtures("prefect_server")
+def test_the_search_report_reads_whole_in_a_browser(tiny_octis, tmp_path):
+    """search.html at 1400 px: no page error, every plot and axis title whole, every ranked cell
+    showing its rank in a scale a deuteranope reads, no cell overflowing."""
+    store = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    config = BenchmarkConfig.from_dict(config_data(tiny_octis, store, GRID))
+    plan = SearchPlan.from_config(config)
+    outcome = run_search(config, plan, default_storage(store))
+    written = write_study_report(study_report(outcome, plan.objectives, "topicbench search x", "db"),
+                                 outcome["chosen_config"], tmp_path / "report")
+    with open_page(Path(written["html"])) as (page, errors):
+        titles = clipped_titles(page)
+        _, rank_issues = rank_problems(page)
+        plots = page.evaluate("() => document.querySelectorAll('.js-plotly-plot').length")
+        overflowing = page.evaluate("() => Array.from(document.querySelectorAll('td, th'))"
+                                    ".filter(c => c.scrollWidth > c.clientWidth + 1).map(c => c.textContent)")
+    assert plots >= 1 and errors == []
+    assert titles == [] and rank_issues == [] and overflowing == []

@@ -10,7 +10,7 @@ import socket
 import pytest
 from mlflow.tracking import MlflowClient
 
-from topicbench.flows.cli_ui import UI_HOST, runs_view_url, start_ui_server, stop_process_group, wait_until_listening
+from topicbench.flows.cli_ui import UI_HOST, runs_view_url, start_ui_server, stop_process_group, wait_until_answering
 from topicbench.tasks.runs_view import SHARED_VIEW_TAG_PREFIX, VIEW_KEY, runs_view_state, share_runs_view
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -21,6 +21,14 @@ def test_the_view_shows_the_key_metrics_present_and_the_runs_corpus_model_and_se
     state = runs_view_state({"npmi_top10", "fit_seconds", "umass_top5"})
     assert state["selectedColumns"] == ["metrics.`npmi_top10`", "metrics.`fit_seconds`", "tags.`corpus`",
                                         "tags.`model`", "tags.`seed`"]
+
+
+def test_the_view_shows_every_requested_score_first():
+    logged = {"nmi", "purity", "npmi_top5", "npmi_top10", "llm_rating", "llm_rating_answered", "fit_seconds",
+              "classification_accuracy"}
+    state = runs_view_state(logged, requested=["clustering", "npmi", "llm_rating", "perplexity"])
+    assert state["selectedColumns"][:5] == ["metrics.`nmi`", "metrics.`purity`", "metrics.`npmi_top10`",
+                                            "metrics.`llm_rating`", "metrics.`fit_seconds`"]
 
 
 def tracked_benchmark(tmp_path) -> tuple:
@@ -41,9 +49,59 @@ def tracked_benchmark(tmp_path) -> tuple:
 
 def test_the_view_is_written_as_the_experiments_shared_view(tmp_path):
     uri, client, experiment_id = tracked_benchmark(tmp_path)
-    assert share_runs_view(client, experiment_id, fit_filter=FITS) == VIEW_KEY
+    assert share_runs_view(client, experiment_id, fit_filter=FITS, requested=["npmi"]) == VIEW_KEY
     state = json.loads(client.get_experiment(experiment_id).tags[SHARED_VIEW_TAG_PREFIX + VIEW_KEY])
-    assert "metrics.`npmi_top10`" in state["selectedColumns"]
+    assert state["selectedColumns"][0] == "metrics.`npmi_top10`"
+
+
+class _Server:
+    """A UI server that answers at once and stops when ``wait`` raises ``stop`` (Ctrl-C) or returns."""
+
+    pid, returncode = -1, None
+
+    def __init__(self, stop: BaseException | None = None):
+        self.stop = stop
+
+    def poll(self):
+        return None
+
+    def wait(self):
+        if self.stop is not None:
+            raise self.stop
+        return 0
+
+
+def _ui(monkeypatch, tmp_path, server: _Server, on_wait=lambda: None) -> tuple:
+    from topicbench.flows import cli_ui
+
+    uri, _, _ = tracked_benchmark(tmp_path)
+    monkeypatch.setattr(cli_ui, "start_ui_server", lambda uri, port: server)
+    monkeypatch.setattr(cli_ui, "stop_process_group", lambda process: None)
+    monkeypatch.setattr(cli_ui, "wait_until_answering", lambda server, port: on_wait() or True)
+    with socket.socket() as probe:
+        probe.bind((UI_HOST, 0))
+        port = probe.getsockname()[1]
+    return uri, port
+
+
+def test_ui_prints_its_url_only_once_the_server_answers(monkeypatch, tmp_path, capsys):
+    from topicbench.flows.cli import main
+
+    printed_while_waiting = []
+    uri, port = _ui(monkeypatch, tmp_path, _Server(), on_wait=lambda: printed_while_waiting.append(capsys.readouterr().out))
+    assert main(["ui", "--tracking-uri", uri, "--port", str(port), "--no-browser"]) == 0
+    assert printed_while_waiting == [""]
+    assert f"http://{UI_HOST}:{port}/#/experiments/" in capsys.readouterr().out
+
+
+def test_ui_stopped_with_ctrl_c_says_so_in_its_own_words(monkeypatch, tmp_path, capsys):
+    from topicbench.flows.cli import main
+
+    uri, port = _ui(monkeypatch, tmp_path, _Server(stop=KeyboardInterrupt()))
+    assert main(["ui", "--tracking-uri", uri, "--port", str(port), "--no-browser"]) == 0
+    err = capsys.readouterr().err
+    assert err.strip().splitlines()[-1] == f"stopped the MLflow UI on {UI_HOST}:{port}"
+    assert "resumes" not in err and "interrupted" not in err
 
 
 @pytest.mark.slow
@@ -58,7 +116,7 @@ def test_mlflows_ui_opens_on_the_fits_with_their_metrics_as_columns(tmp_path):
         port = probe.getsockname()[1]
     server = start_ui_server(uri, port)
     try:
-        assert wait_until_listening(server, port, timeout=120)
+        assert wait_until_answering(server, port, timeout=120)
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
                                                  args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])

@@ -291,6 +291,23 @@ def test_top_word_ids_match_a_stable_argsort_with_ties(seed):
         assert np.array_equal(top_word_ids(matrix, n), np.argsort(-matrix, axis=1, kind="stable")[:, :n])
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_ranked_word_lists_score_as_the_top_words_measure_of_their_matrices(seed):
+    from topicbench.core.metrics.topic_similarity import ranked_words_similarity
+
+    rng = np.random.default_rng(seed)
+    a, b = rng.dirichlet(np.full(40, 0.3), size=6), rng.dirichlet(np.full(40, 0.3), size=4)
+    vocabulary = np.array([f"w{v}" for v in range(40)])
+    words_a, words_b = vocabulary[top_word_ids(a, 10)].tolist(), vocabulary[top_word_ids(b, 10)].tolist()
+    expected = topic_similarity(a, b, "top_words", top_n=10)
+    assert np.abs(ranked_words_similarity(words_a, words_b) - expected).max() < EXACT
+    # a shorter list lowers N for every pair; extra words past it are not read
+    short = ranked_words_similarity([words_a[0][:5]], [words_b[0] + ["extra"]], top_n=10)
+    assert short[0, 0] == pytest.approx(topic_similarity(a[:1], b[:1], "top_words", top_n=5)[0, 0], abs=EXACT)
+    with pytest.raises(InputError, match="at least one word"):
+        ranked_words_similarity([[]], words_b)
+
+
 def test_a_scipy_sparse_matrix_is_read_as_constant_zero_plus_sparse():
     import scipy.sparse as sp
 

@@ -4,6 +4,7 @@ artifacts' folder, never matrices; the metric context is built once per process 
 from __future__ import annotations
 
 import dataclasses
+import json
 import pickle
 import socket
 from pathlib import Path
@@ -17,7 +18,7 @@ from topicbench.core.metrics.scoring import score
 from topicbench.core.output import TopicModelOutput
 from topicbench.core.topic_word import ConstantPlusSparse
 from topicbench.tasks import metrics as metric_tasks
-from topicbench.tasks.artifacts import TOPIC_SCORES, ArtifactFolder
+from topicbench.tasks.artifacts import TOPIC_DOCUMENTS, TOPIC_SCORES, ArtifactFolder, topic_documents
 from topicbench.tasks.fit import ScoredFit, fit_and_score, fit_model
 
 METRICS = ("umass", "npmi", "topic_diversity", "log_likelihood_own", "log_likelihood_randk", "perplexity")
@@ -65,7 +66,11 @@ def test_a_fit_scored_where_it_ran_sends_back_scores_and_a_folder_not_matrices(m
         assert scored.output.n_topics == fitted.output.n_topics and scored.resolved == fitted.resolved
         # the artifacts: the output in its own (constant-plus-sparse) form and the topic lists
         folder = Path(scored.artifacts.path)
-        assert {"topics.json", "topics.csv", TOPIC_SCORES} <= {p.name for p in folder.iterdir()}
+        assert {"topics.json", "topics.csv", TOPIC_SCORES, TOPIC_DOCUMENTS} <= {p.name for p in folder.iterdir()}
+        # each topic's documents, from the fitted matrix, with excerpts of the fitted corpus
+        facts = json.loads((folder / TOPIC_DOCUMENTS).read_text())
+        assert facts == topic_documents(fitted.output.topic_document_matrix, corpus)
+        assert sum(record["documents"] for record in facts["topics"]) == corpus.n_documents
         # each topic's own scores, in topics.json's order, averaging to the run's scores
         topic_scores = pd.read_csv(folder / TOPIC_SCORES)
         assert list(topic_scores.topic) == list(range(fitted.output.n_topics))

@@ -5,12 +5,14 @@ from __future__ import annotations
 import pandas as pd
 
 from topicbench.tasks.report_render import (
-    NO_SPREAD_NOTE, anchors, format_estimate, format_value, html_table, markdown_table, rank_colour, render_html,
+    NO_SPREAD_NOTE, SPREAD_NOTE, anchors, format_estimate, format_value, html_table, markdown_table, rank_colour, render_html,
     render_markdown,
 )
 from topicbench.tasks.report_sections import Plot, Report, Section
 from topicbench.tasks.report_statistics import Flip
 from topicbench.tasks.report_tables import Estimate, ReportTable, Share, TopicWords
+
+from colour_vision import delta_e, deuteranopia, hex_rgb, lab
 
 
 def test_an_estimate_is_mean_and_sd_with_the_n_it_was_scored_at_and_missing_seeds():
@@ -42,7 +44,7 @@ def test_a_table_says_once_why_a_value_has_no_plus_minus():
     cells = pd.DataFrame({"model": ["a", "b"], "c1": [Estimate(1.0, 0.0, 3), Estimate(2.0, 0.2, 3)]})
     text = markdown_table(ReportTable(cells, note="Bold: the best."))
     assert "| a | 1.00 |" in text and "| b | 2.00 ± 0.20 |" in text
-    assert text.count(NO_SPREAD_NOTE) == 1 and "Bold: the best. " + NO_SPREAD_NOTE in text
+    assert text.count(NO_SPREAD_NOTE) == 1 and "Bold: the best. " + SPREAD_NOTE + " " + NO_SPREAD_NOTE in text
     assert NO_SPREAD_NOTE not in markdown_table(ReportTable(cells.iloc[1:]))
 
 
@@ -99,16 +101,28 @@ def _summary():
                        column_groups={"UMass@10 · x": ("UMass@10", "x")})
 
 
-def test_a_ranked_table_shows_ranks_in_markdown_and_colours_in_html():
+def test_a_ranked_table_shows_ranks_in_markdown_and_ranks_and_colours_in_html():
     text = markdown_table(_summary())
     assert "| a | -1.50 ② |" in text and "| b | **-1.20 (n=2)** ① |" in text and "| c | -0.400 (N=5) |" in text
     page = html_table(_summary())
     assert "<table class='results summary'>" in page and "colspan='1'>UMass@10</th>" in page
-    # hovering a ranked cell tells its rank and the seeds behind its mean
-    assert f"style='background:{rank_colour(1, 2)}' title='rank 1 of 2; -1.20 ± 0.10 over 2 seeds'" in page
-    assert "title='rank 2 of 2; -1.50 ± 0.10 over 3 seeds'" in page
+    # each ranked cell shows its rank, as in Markdown; hovering tells the seeds behind its mean
+    assert (f"style='background:{rank_colour(1, 2)}' title='rank 1 of 2; -1.20 ± 0.10 over 2 seeds'>"
+            "<strong>-1.20 (n=2)</strong> <span class='rank'>①</span></td>") in page
+    assert "title='rank 2 of 2; -1.50 ± 0.10 over 3 seeds'>-1.50 <span class='rank'>②</span></td>" in page
     assert "class='number smaller-n'>-0.400 (N=5)</td>" in page  # grey, unranked
-    assert rank_colour(1, 5) == "hsl(120,65%,86%)" and rank_colour(5, 5) == "hsl(0,65%,86%)"
+    assert rank_colour(1, 5) == "#6baed6" and rank_colour(5, 5) == "#f7fbff"
+
+
+def test_the_rank_colours_stay_ordered_and_apart_for_a_deuteranope():
+    """Under simulated deuteranopia every rank is lighter than the one before, and the first and
+    last differ at a glance (CIE ΔE over 20); the green-to-red scale gave 10.2, its yellow middle
+    lighter than both ends."""
+    for ranked in (2, 3, 5, 12):
+        seen = [deuteranopia(hex_rgb(rank_colour(rank, ranked))) for rank in range(1, ranked + 1)]
+        lightness = [lab(colour)[0] for colour in seen]
+        assert all(a < b for a, b in zip(lightness, lightness[1:])), (ranked, lightness)
+        assert delta_e(seen[0], seen[-1]) > 20
 
 
 def test_the_summary_opens_the_page_and_a_contents_list_links_every_heading():

@@ -164,3 +164,90 @@ def test_the_fit_time_plot_is_a_dot_plot_on_durations_and_an_outlier_does_not_sq
     assert coherence.axes[0].get_ylabel() == "UMass (mean over seeds)"
     training = report_plots.training_figure(runs, styles, corpus="c1")
     assert training.axes[0].get_ylabel().replace("\n", " ") == "negative log-likelihood per word"
+
+
+def _every_metrics_keys() -> dict:
+    """Metric -> the score keys its runs log (topic-level metrics at N = 10)."""
+    from topicbench.core.metrics.registry import METRICS
+
+    keys = {}
+    for name in METRICS.names():
+        spec = METRICS.get(name)
+        keys[name] = list(spec.outputs) or ([f"{name}@10"] if {"top_words", "rbo_words"} & set(spec.needs) else [name])
+    return keys
+
+
+def test_every_metric_a_config_asks_for_appears_in_the_report_with_its_direction():
+    import json
+
+    from topicbench.tasks.report_render import render_markdown
+    from topicbench.tasks.report_sections import summary_keys
+
+    keys = _every_metrics_keys()
+    rows = [{"status": "FINISHED", "corpus": "c1", "model": model, "seed": seed, "num_topics_used": 10,
+             "skipped_metrics": json.dumps({"perplexity": "the corpus has no test documents"}) if model == "b" else "",
+             **{key: 0.1 * (i + 1) + 0.01 * seed for key in sum(keys.values(), []) if not (model == "b" and key == "perplexity")}}
+            for i, model in enumerate(("a", "b")) for seed in (0, 1)]
+    config = {"corpora": [{"name": "c1"}], "seeds": [0, 1], "models": [{"model": "a"}, {"model": "b"}], "metrics": list(keys)}
+    data = ReportData(runs=pd.DataFrame(rows), experiment="x", command="cmd", config=config)
+    text = render_markdown(build_report(data), {})
+    in_summary = dict(summary_keys(data))
+    for metric, metric_keys in keys.items():
+        for key in metric_keys:
+            if key.endswith("_answered"):  # bookkeeping: in the LLM's own section
+                assert f"**share of topics" in text, key
+            elif key in in_summary:
+                assert f"{in_summary[key]} · c1" in text, key
+            else:
+                higher = "lower" if key == "perplexity" else "higher"
+                assert f"**{key} ({higher} is better)**" in text, key
+    # a model without a value says why, under the table
+    perplexity = text[text.index("**perplexity (lower is better)**"):]
+    assert "| b | –¹ |" in perplexity and "–¹ perplexity does not apply to b: the corpus has no test documents." in perplexity
+
+
+def test_the_summary_cautions_where_the_models_k_differ_more_than_twice():
+    from topicbench.tasks.report_render import render_html, render_markdown
+
+    runs = _runs()
+    runs["num_topics_used"] = [81 if model == "elda" else 10 for model in runs.model]
+    report = build_report(ReportData(runs=runs, experiment="x", command="cmd", config=CONFIG), ["summary"])
+    text = render_markdown(report, {})
+    assert "**Caution: the models differ in K on c2** (topics used: elda 81, gibbs 10, bertopic 10)" in text
+    assert "| model | K · c2 | seeds · c2 | K · c1 | seeds · c1 |" in text
+    assert "<strong>Caution: the models differ in K on c2</strong>" in render_html(report, {})
+    runs["num_topics_used"] = 10
+    report = build_report(ReportData(runs=runs, experiment="x", command="cmd", config=CONFIG), ["summary"])
+    assert "Caution" not in render_markdown(report, {})
+
+
+def test_stability_at_chance_is_flagged():
+    from topicbench.tasks.report_summary import with_chance_flags
+    from topicbench.tasks.report_tables import Estimate
+
+    cells = pd.DataFrame({"model": ["flat", "stable"], "seeds": [2, 2],
+                          "matched similarity (1 − JS distance)": [Estimate(0.963, 0.001, 1), Estimate(0.99, 0.001, 1)],
+                          "topics reappearing": [Estimate(1.0, 0.0, 1), Estimate(1.0, 0.0, 1)],
+                          "chance similarity": [0.961, 0.90]})
+    flagged = with_chance_flags(ReportTable(cells, title="c1"))
+    assert list(flagged.cells["vs chance"]) == ["at chance: matched similarity", "above chance"]
+    assert "less than 0.1 of the way from its chance level to 1" in flagged.note
+
+
+def test_the_llms_scores_on_few_topics_or_one_seed_carry_a_caution_and_its_shares_answered_are_never_bold():
+    from topicbench.tasks.report_render import render_markdown
+
+    runs = _runs()
+    runs["num_topics_used"] = 5
+    runs["llm_rating"] = [2.0 if model == "elda" else 1.93 for model in runs.model]
+    runs["llm_rating_answered"] = [0.0 if model == "elda" else 1.0 for model in runs.model]
+    config = {**CONFIG, "llm": {"model": "judge", "max_topics": 50}}
+    report = build_report(ReportData(runs=runs, experiment="x", command="cmd", config=config), ["llm_judged"])
+    text = render_markdown(report, {})
+    assert "**Small sample:** the fewest topics judged for a model is 5, over 3 seeds" in text
+    answered = text[text.index("**share of topics rated**"):]
+    assert "**" not in answered.split("\n\n")[1]  # its cells: none bold
+    runs["num_topics_used"] = 20
+    report = build_report(ReportData(runs=runs, experiment="x", command="cmd", config=config), ["llm_judged"])
+    text = render_markdown(report, {})
+    assert "Small sample" not in text and "Sample: the fewest topics judged for a model is 20, over 3 seeds." in text

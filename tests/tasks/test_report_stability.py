@@ -78,7 +78,7 @@ def store(tmp_path_factory):
 
 def test_one_output_under_two_seeds_is_perfectly_stable_well_above_chance(store):
     uri, _ = store
-    findings = collect_stability(uri, collect_runs.fn(uri, EXPERIMENT))
+    findings = collect_stability(uri, collect_runs(uri, EXPERIMENT))
     rows = findings.table.set_index("model")
     assert sorted(rows.index) == ["keywords", "random", "same"]
     for model in ("same", "keywords"):  # dense, and constant-plus-sparse as E-LDA writes it
@@ -95,7 +95,7 @@ def test_one_output_under_two_seeds_is_perfectly_stable_well_above_chance(store)
 
 def test_the_section_has_a_table_per_corpus_and_names_what_it_could_not_measure(store, tmp_path):
     uri, broken = store
-    runs = collect_runs.fn(uri, EXPERIMENT)
+    runs = collect_runs(uri, EXPERIMENT)
     data = ReportData(runs=runs, experiment=EXPERIMENT, command="cmd", stability=collect_stability(uri, runs))
     report = build_report(data, ["stability"])
     markdown = render_markdown(report, {})

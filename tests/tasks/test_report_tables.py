@@ -11,9 +11,11 @@ import pytest
 
 from topicbench.core.metrics.registry import metric_for_key
 from topicbench.tasks.report_statistics import ranking_agreement, set1_table
+from topicbench.tasks.report_summary import gap_reason, k_differences, summary_table
 from topicbench.tasks.report_tables import (
-    Estimate, Share, TopicWords, metric_pivot, model_topics, run_status, summary_table, training_table,
+    Estimate, Gap, Share, TopicWords, clear_best, metric_pivot, run_status, training_table,
 )
+from topicbench.tasks.report_topics import model_topics
 
 
 def _runs(rows):
@@ -55,15 +57,17 @@ def test_short_topics_show_the_score_at_the_largest_n_they_allow_and_are_never_b
     runs = _runs(
         _scores({"lda": {"umass@5": -2.0, "umass@10": -3.0}})
         + _scores({"bertopic": {"umass@5": -0.5}})  # topics of 6 words: no score at 10
+        + _scores({"ctm": {"umass@5": -4.0, "umass@10": -6.0}})
     )
-    table = metric_pivot(runs, "umass@10", models=["lda", "bertopic"], corpora=["c1"])
+    table = metric_pivot(runs, "umass@10", models=["lda", "bertopic", "ctm"], corpora=["c1"])
     cell = table.cells.set_index("model").loc["bertopic", "c1"]
     assert cell.scored_at == 5 and cell.mean == pytest.approx(-0.5)
     assert table.best == {(0, "c1")}  # -0.5 at N=5 is not comparable with -3.0 at N=10
     # the one rule for the best, and what becomes of a value at a smaller N, said under the table
-    assert table.note.startswith("Bold: the best per column, the highest mean (higher is better) among the models scored at N = 10.")
+    assert table.note.startswith("Bold: the best per column, the highest mean (higher is better) among the models "
+                                 "scored at N = 10, bold only where it beats the runner-up by more than 2 standard errors")
     assert "shown in grey and not ranked" in table.note
-    assert metric_pivot(runs, "umass@5", models=["lda", "bertopic"], corpora=["c1"]).best == {(1, "c1")}
+    assert metric_pivot(runs, "umass@5", models=["lda", "bertopic", "ctm"], corpora=["c1"]).best == {(1, "c1")}
 
 
 def test_set1_table_tests_elda_against_the_lda_across_seeds_and_marks_the_best_posterior():
@@ -119,24 +123,81 @@ def test_training_table_follows_the_given_order():
     assert math.isnan(table.cells["relative change, last 10%"].iloc[0].sd)
 
 
-def test_the_summary_ranks_every_metric_and_corpus_in_one_table_by_one_rule():
-    runs = _runs(
-        _scores({"lda": {"umass@5": -2.0, "umass@10": -3.0, "npmi@10": 0.05}, "elda": {"umass@10": -1.0, "npmi@10": 0.02},
-                 "ctm": {"umass@10": -5.0, "npmi@10": 0.09}})
-        + _scores({"bertopic": {"umass@5": -0.5, "npmi@5": 0.3}})  # short topics: no score at 10
-        + _scores({"lda": {"umass@10": -2.0, "npmi@10": 0.01}, "elda": {"umass@10": -2.5, "npmi@10": 0.04}}, "c2", seeds=(0,))
+def _summary_runs():
+    return _runs(
+        _scores({"lda": {"umass@5": -2.0, "umass@10": -3.0, "npmi@10": 0.05, "num_topics_used": 10},
+                 "elda": {"umass@10": -1.0, "npmi@10": 0.02, "num_topics_used": 81},
+                 "ctm": {"umass@10": -5.0, "npmi@10": 0.09, "num_topics_used": 10}})
+        + _scores({"bertopic": {"umass@5": -0.5, "npmi@5": 0.3, "num_topics_used": 30}})  # short topics: no score at 10
+        + _scores({"lda": {"umass@10": -2.0, "npmi@10": 0.01, "num_topics_used": 10},
+                   "elda": {"umass@10": -2.5, "npmi@10": 0.04, "num_topics_used": 80.5}}, "c2", seeds=(0,))
     )
-    table = summary_table(runs, [("umass@10", "UMass@10"), ("npmi@10", "NPMI@10")], models=["elda", "lda", "ctm", "bertopic"],
-                          corpora=["c1", "c2"], expected=2)
-    assert list(table.cells.columns) == ["model", "UMass@10 · c1", "UMass@10 · c2", "NPMI@10 · c1", "NPMI@10 · c2"]
+
+
+def test_the_summary_ranks_every_metric_and_corpus_in_one_table_by_one_rule():
+    table = summary_table(_summary_runs(), [("umass@10", "UMass@10"), ("npmi@10", "NPMI@10")],
+                          models=["elda", "lda", "ctm", "bertopic"], corpora=["c1", "c2"], expected=2)
+    assert list(table.cells.columns) == ["model", "K · c1", "seeds · c1", "K · c2", "seeds · c2", "UMass@10 · c1",
+                                         "UMass@10 · c2", "NPMI@10 · c1", "NPMI@10 · c2"]
     assert list(table.cells.model) == ["elda", "lda", "ctm", "bertopic"]
     assert table.column_groups["NPMI@10 · c2"] == ("NPMI@10", "c2") and not table.spread
+    # K (mean over seeds) and the seeds behind each model's cells, neither ranked nor bold
+    assert list(table.cells["K · c1"]) == [81, 10, 10, 30] and list(table.cells["K · c2"])[:2] == [80.5, 10]
+    assert list(table.cells["seeds · c1"]) == [2, 2, 2, 2] and list(table.cells["seeds · c2"]) == [1, 1, None, None]
+    assert not any(column.startswith(("K ", "seeds")) for _, column in [*table.ranks, *table.best])
     # ranks within each column, higher is better; bertopic's N=5 values take no part
     assert [table.ranks.get((row, "UMass@10 · c1")) for row in range(4)] == [1, 2, 3, None]
     assert [table.ranks.get((row, "NPMI@10 · c1")) for row in range(4)] == [3, 2, 1, None]
-    assert table.best == {(0, "UMass@10 · c1"), (2, "NPMI@10 · c1"), (1, "UMass@10 · c2"), (0, "NPMI@10 · c2")}
+    # bold only out of the seeds' noise: c2 rests on one seed, so nothing there is bold
+    assert table.best == {(0, "UMass@10 · c1"), (2, "NPMI@10 · c1")}
     assert table.cells["UMass@10 · c1"][3].scored_at == 5 and table.cells["UMass@10 · c2"][0].n == 1  # one seed of two
-    assert "the best mean among the models scored at N = 10" in table.note and "shown in grey and not ranked" in table.note
+    assert "2 standard errors" in table.note and "shown in grey and not ranked" in table.note
+    # a model without a value says why, in a footnote under the table
+    gap = table.cells["UMass@10 · c2"][2]
+    assert isinstance(gap, Gap) and gap.reason == "not fitted" and "–¹ not fitted." in table.note
+
+
+def test_the_bold_best_must_stand_out_of_the_seeds_noise():
+    close = [Estimate(0.200, 0.05, 2), Estimate(0.193, 0.05, 2), Estimate(0.1, 0.001, 2)]
+    assert clear_best(close, True) == []  # 0.007 apart with an se of the difference of 0.05
+    assert clear_best([Estimate(0.3, 0.01, 3), *close], True) == [0]
+    assert clear_best([Estimate(0.3, float("nan"), 1), Estimate(0.1, float("nan"), 1)], True) == []  # one seed
+    assert clear_best([Estimate(0.3, 0.0, 2), Estimate(0.3, 0.0, 2)], True) == []  # a tie
+    assert clear_best([Estimate(1.0, 0.0, 2), Estimate(2.0, 0.0, 2)], False) == [0]  # lower is better
+    # bookkeeping (the share of topics an LLM answered for) has no best: shown, never bold
+    runs = _runs(_scores({"a": {"llm_rating_answered": 0.0}, "b": {"llm_rating_answered": 1.0}}))
+    assert metric_pivot(runs, "llm_rating_answered", models=["a", "b"], corpora=["c1"]).best == frozenset()
+
+
+def test_models_far_apart_in_k_are_named_for_a_caution():
+    found = k_differences(_summary_runs(), models=["elda", "lda", "ctm", "bertopic"], corpora=["c1", "c2"])
+    assert found == {"c1": {"elda": 81, "lda": 10, "ctm": 10, "bertopic": 30}, "c2": {"elda": 80.5, "lda": 10}}
+    assert k_differences(_runs(_scores({"a": {"num_topics_used": 10}, "b": {"num_topics_used": 20}})),
+                         models=["a", "b"], corpora=["c1"]) == {}  # 2x: within the factor
+
+
+def test_every_gap_says_why():
+    import json
+
+    runs = pd.concat([
+        _runs(_scores({"lda": {"npmi@10": 0.1}, "prodlda": {"umass@10": -1.0}})),
+        pd.DataFrame([{"corpus": "c1", "model": "broken", "seed": 0, "status": "FAILED",
+                       "error": "ValueError: boom\nTraceback ..."},
+                      {"corpus": "c1", "model": "later", "seed": 0, "status": "RUNNING", "error": ""}]),
+    ], ignore_index=True)
+    runs["skipped_metrics"] = [json.dumps({"npmi": "topic 3: the word 'zzz' does not occur in the reference corpus 'c1'"})
+                               if model == "prodlda" else "" for model in runs.model]
+    assert gap_reason(runs, "c1", "broken", "npmi@10") == "its runs failed: ValueError: boom"
+    assert gap_reason(runs, "c1", "later", "npmi@10") == "its runs are still being fitted"
+    assert gap_reason(runs, "c1", "prodlda", "npmi@10") == (
+        "npmi does not apply to prodlda: topic 3: the word 'zzz' does not occur in the reference corpus 'c1'")
+    assert gap_reason(runs, "c1", "prodlda", "npmi@10", asked=["umass"]) == "npmi was not asked of prodlda (its metrics: umass)"
+    assert gap_reason(runs, "c1", "lda", "nmi").startswith("lda's runs logged no nmi")
+    runs.loc[runs.model == "lda", "skipped_metrics"] = json.dumps({"npmi@5": "npmi@5 came out nan (not a number: ...)"})
+    assert gap_reason(runs, "c1", "lda", "npmi@5") == "npmi@5 came out nan (not a number: ...)"
+    table = summary_table(runs, [("npmi@10", "NPMI@10")], models=["lda", "prodlda", "broken", "later"], corpora=["c1"])
+    marks = [value.mark for value in table.cells["NPMI@10 · c1"][1:]]
+    assert marks == [1, 2, 3] and table.note.count("–¹") == 1 and "–³ its runs are still being fitted." in table.note
 
 
 def test_every_models_topics_side_by_side_most_prevalent_first():
@@ -173,3 +234,127 @@ def test_each_shown_topic_carries_its_own_scores_where_its_run_logged_them():
     assert cells["topic 1"] == TopicWords(("d", "e"), 0.8, (("NPMI", -0.05), ("LLM rating", 2.5)))
     assert cells["topic 2"] == TopicWords(("a", "b"), 0.2, (("NPMI", 0.1),))  # only the keys asked for
     assert cells["topic 3"] == TopicWords(("g", "h"), 0.0, ())  # none logged: none shown
+
+
+def _topic_records(words, shares, **facts):
+    """topics.json records as collect_runs leaves them: words, prevalence, and per-topic facts
+    (``facts[name][k]``: topic k's value of that fact, where given)."""
+    import json
+
+    return json.dumps([{"topic": k, "label": None, "words": text, "prevalence": share,
+                        **{name: values[k] for name, values in facts.items() if values[k] is not None}}
+                       for k, (text, share) in enumerate(zip(words, shares))])
+
+
+def test_topics_shown_are_counted_against_every_topic_of_the_model():
+    from topicbench.tasks.report_topics import elda_topics
+
+    many = [f"w{k} x{k}" for k in range(81)]
+    runs = _runs([{"corpus": "c", "model": "elda", "model_class": "elda", "seed": 0,
+                   "topics_json": _topic_records(many, [1 / 81] * 81)},
+                  {"corpus": "c", "model": "lda", "model_class": "gensim_lda", "seed": 0,
+                   "topics_json": _topic_records(many[:3], [0.5, 0.3, 0.2])}])
+    table = model_topics(runs, corpora=["c"], models=["elda", "lda"], topics=5, words=2)[0]
+    assert table.note == "Topics shown: elda 5 of 81, lda all 3."
+    assert elda_topics(runs)[("c", "elda")].title == "elda on c: 15 of 81 topics"
+
+
+def test_each_shown_topic_comes_with_its_example_documents():
+    from topicbench.tasks.report_topics import topic_examples
+
+    examples = [[{"document": 2, "weight": 0.8, "excerpt": "game team"}],
+                [{"document": 4, "weight": 0.9, "excerpt": "tax vote bill"}, {"document": 0, "weight": 0.7, "excerpt": "tax cut"}],
+                None]
+    runs = _runs([{"corpus": "c", "model": "lda", "seed": 0, "topics_json": _topic_records(
+        ["game team win", "tax vote bill", "song band"], [0.3, 0.6, 0.1], documents=[2, 5, 0], examples=examples)},
+        {"corpus": "c", "model": "old", "seed": 0, "topics_json": _topic_records(["a b"], [1.0])}])  # logged none
+    tables = topic_examples(runs, corpora=["c"], models=["lda", "old"], topics=2, words=2)
+    assert [table.title for table in tables] == ["lda on c: 2 of 3 topics, with example documents"]
+    cells = tables[0].cells
+    assert list(cells.columns) == ["topic", "main topic of", "example documents"]
+    assert cells.iloc[0].tolist() == [TopicWords(("tax", "vote"), 0.6), 5, ("#4: tax vote bill", "#0: tax cut")]
+    assert cells.iloc[1].tolist() == [TopicWords(("game", "team"), 0.3), 2, ("#2: game team",)]
+
+
+def test_topics_by_label_count_each_topics_documents_and_sum_the_topics_not_shown(monkeypatch):
+    from topicbench.tasks import report_topics
+    from topicbench.tasks.report_topics import topics_by_label
+
+    monkeypatch.setattr(report_topics, "LABEL_COLUMNS", 2)
+    by_label = [{"sport": 7, "music": 1}, {"politics": 5, "topic": 2}, {"music": 3}, {"sport": 1, "music": 4}]
+    runs = _runs([{"corpus": "c", "model": "lda", "seed": 0, "topics_json": _topic_records(
+        ["game team", "tax vote", "song band", "tour album"], [0.4, 0.3, 0.2, 0.1], by_label=by_label)},
+        {"corpus": "c", "model": "unlabelled", "seed": 0, "topics_json": _topic_records(["a b"], [1.0])}])
+    tables = topics_by_label(runs, corpora=["c"], models=["lda", "unlabelled"], topics=2, words=1)
+    assert len(tables) == 1 and "2 of 4 topics in rows, 2 of 4 labels in columns" in tables[0].title
+    # labels by their documents: music 8, sport 8 (ties by name), then politics 5 and "topic" 2 summed
+    assert tables[0].cells.to_dict("records") == [
+        {"topic": "game", "music": 1, "sport": 7, "other labels": 0},
+        {"topic": "tax", "music": 0, "sport": 0, "other labels": 7},
+        {"topic": "the other 2 topics", "music": 7, "sport": 1, "other labels": 0},
+    ]
+
+
+def test_similar_topics_are_matched_across_models_by_their_top_words():
+    from topicbench.tasks.report_topics import matched_topics
+
+    runs = _runs([
+        {"corpus": "c", "model": "elda", "seed": 0, "topics_json": _topic_records(
+            ["tax vote bill", "game team win", "song band tour"], [0.5, 0.3, 0.2])},
+        {"corpus": "c", "model": "lda", "seed": 0, "topics_json": _topic_records(
+            ["rain snow wind", "team game coach", "vote tax law"], [0.6, 0.3, 0.1])},
+        {"corpus": "d", "model": "lda", "seed": 0, "topics_json": _topic_records(["a b"], [1.0])},  # alone: no table
+    ])
+    tables = matched_topics(runs, corpora=["c", "d"], models=["elda", "lda"], topics=3, words=2)
+    assert [table.title for table in tables] == ["c: elda's topics (all 3) and the closest topic of each other model"]
+    cells = tables[0].cells
+    assert list(cells.columns) == ["elda", "lda"] and cells.elda[0] == TopicWords(("tax", "vote"), 0.5)
+    # p = 0.9, N = 3, w = (0.1, 0.045, 0.27): tax vote bill vs vote tax law: X = (0, 2, 2) -> 0.63
+    match = cells.lda[0]
+    assert match.words == ("vote", "tax") and match.share == 0.1 and match.scores[0][0] == "RBO"
+    assert match.scores[0][1] == pytest.approx(0.63)
+    assert cells.lda[1].words == ("team", "game") and cells.lda[2] is None  # no shared word: no match
+
+
+def test_a_tau_over_few_models_carries_a_caution():
+    three = _runs(_scores({"a": {"umass@10": -1.0, "npmi@10": 0.3}, "b": {"umass@10": -2.0, "npmi@10": 0.2},
+                           "c": {"umass@10": -3.0, "npmi@10": 0.1}}))
+    assert ranking_agreement(three, 10).note.startswith("Caution: over 3 models, Kendall's tau takes only a few values")
+    five = _runs(_scores({name: {"umass@10": -i, "npmi@10": 0.1 * i} for i, name in enumerate("abcde")}))
+    assert ranking_agreement(five, 10).note == ""
+    # a model without the base score is in no ranking, and the note says so, with why
+    without = pd.concat([five, _runs(_scores({"f": {"npmi@10": 0.3}}))], ignore_index=True)
+    assert ranking_agreement(without, 10).note == "Not ranked, without UMass@10: f on c1 (f's runs logged no umass@10: " \
+        "not a number for its topics, or tracked before umass was asked for (rerun to score it))."
+
+
+def test_a_failure_that_a_later_fit_of_the_same_seed_replaced_is_not_a_failure():
+    runs = _runs(_scores({"a": {"npmi@10": 0.1}}))
+    runs = pd.concat([runs, pd.DataFrame([  # seed 0 failed under an earlier run key; seed 5 failed for good
+        {"status": "FAILED", "corpus": "c1", "model": "a", "seed": 0, "error": "boom"},
+        {"status": "KILLED", "corpus": "c1", "model": "a", "seed": 1, "error": ""},
+        {"status": "FAILED", "corpus": "c1", "model": "a", "seed": 5, "error": "boom"}])], ignore_index=True)
+    status = run_status(runs)
+    assert (status.finished, status.failed, status.interrupted) == (2, 1, 0)
+
+
+def test_at_matched_k_each_model_is_scored_on_its_k_most_prevalent_topics():
+    from topicbench.tasks.report_summary import matched_k_table
+
+    def topics(npmi, shares):
+        return pd.DataFrame({"npmi@10": npmi, "share": shares})
+
+    scores = {  # "many" has 6 topics, its 2 most prevalent coherent; "few" has 2
+        ("c1", "many", 0): topics([0.30, 0.0, 0.0, 0.0, 0.0, 0.20], [0.3, 0.1, 0.1, 0.1, 0.1, 0.3]),
+        ("c1", "many", 1): topics([0.32, 0.0, 0.0, 0.0, 0.0, 0.22], [0.3, 0.1, 0.1, 0.1, 0.1, 0.3]),
+        ("c1", "few", 0): topics([0.10, 0.12], [0.5, 0.5]),
+        ("c1", "few", 1): topics([0.11, 0.13], [0.5, 0.5]),
+    }
+    table = matched_k_table(scores, [("npmi@10", "NPMI@10")], models=["many", "few", "none"], corpora=["c1"])
+    assert list(table.cells["K · c1"]) == [2, 2, 2]
+    many, few, none = table.cells["NPMI@10 · c1"]
+    assert many.mean == pytest.approx(0.26) and many.n == 2 and few.mean == pytest.approx(0.115)
+    assert isinstance(none, Gap) and "none's runs hold no per-topic npmi@10" in table.note
+    assert table.ranks[(0, "NPMI@10 · c1")] == 1 and table.best == {(0, "NPMI@10 · c1")}
+    # over all its topics "many" would rank last (mean 0.09 < 0.115): matched K changes the verdict
+    assert np.mean([0.30, 0.0, 0.0, 0.0, 0.0, 0.20]) < few.mean

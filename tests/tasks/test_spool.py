@@ -40,9 +40,13 @@ def test_a_fits_record_holds_what_its_run_logs(tmp_path):
     assert record.params == {"settings.kappa": "2.0", "settings.generator": "raw_umass", "resolved.alpha_": "[0.1, 0.2]"}
     assert record.metrics == {"fit_seconds": 1.25, "num_topics_used": 4.0, "converged": 1.0, "setup_seconds": 0.5,
                               "umass_top5": -2.5}  # finite numbers only, '@' as '_top'
+    # a score that came out NaN is not logged, and says why like a skipped metric: in one tag and in its own
+    nan = ("npmi@5 came out nan (not a number: undefined for this model's topics, e.g. a topic whose words never "
+           "occur together in the reference)")
     assert record.tags == {"topicbench.fitted_on.host": "h", "topicbench.fitted_on.pid": "7",
                            "topicbench.scoring_seconds": "0.750", "topicbench.training_loss_kind": "perplexity",
-                           "topicbench.skipped_metrics": '{"c_v": "no reference"}',
+                           "topicbench.skipped_metrics": json.dumps({"c_v": "no reference", "npmi@5": nan}),
+                           "topicbench.skipped.c_v": "no reference", "topicbench.skipped.npmi_top5": nan,
                            "topicbench.metric_context": "reused"}  # this scoring found the corpus's counts made
     assert record.curve == [(0, 3.0), (2, 2.0)]
     assert FitRecord.from_json(record.to_json()) == record

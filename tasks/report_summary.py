@@ -1,0 +1,362 @@
+"""The summary and every score asked for, made for a verdict a reader can trust.
+
+Pure functions of the run table of :func:`topicbench.tasks.report.collect_runs` (and of the
+report's data, :class:`~topicbench.tasks.report_sections.ReportData`, for the paragraphs):
+
+- the summary's table (:func:`summary_table`): beside each model's scores its K (the topics it
+  used) and the seeds its cells rest on; where models differ in K by more than
+  :data:`K_FACTOR` times a caution (:func:`k_cautions`) and the comparison at matched K
+  (:func:`matched_k_table`: each model's K most prevalent topics, K the fewest among them);
+- every other requested score, a table each (:func:`score_table`), with its direction;
+- a reason for every missing value (:class:`~topicbench.tasks.report_tables.Gap`,
+  :func:`gap_reason`), numbered as a footnote under its table (:func:`mark_gaps`);
+- the cautions on small samples and chance: LLM scores on few topics or one seed
+  (:func:`judged_sample_caution`), a stability at chance (:func:`with_chance_flags`).
+
+Bold follows one rule everywhere (:func:`~topicbench.tasks.report_tables.clear_best`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from typing import Mapping
+
+import pandas as pd
+
+from topicbench.core.metrics.registry import METRICS, metric_for_key
+from topicbench.core.validation import InputError
+
+from .report_tables import (
+    NOISE_RULE, RUNNING, Estimate, Gap, ReportTable, any_scored_smaller, clear_best, estimate, failed_runs,
+    finished_runs, higher_is_better, interrupted_runs, metric_estimates, metric_pivot, ranked_means, ranks_of,
+    scored_sizes,
+)
+from .report_text import Markdown, Text
+
+
+#: The column of each run's number of topics (K) the fit used: E-LDA and BERTopic choose theirs.
+TOPICS_USED = "num_topics_used"
+#: Models side by side whose K differ by more than this factor are compared with a caution:
+#: coherence and diversity depend on K.
+K_FACTOR = 2.0
+
+
+def summary_table(runs: pd.DataFrame, keys, *, models, corpora, expected: int | None = None,
+                  model_metrics: Mapping | None = None) -> ReportTable:
+    """Who wins where: models as rows; per corpus, K (the topics each model used, mean over its
+    seeds) and the seeds its cells rest on, then one column per (score key, corpus), each cell
+    the mean over seeds, ranked within its column by the metric's direction (values scored at a
+    smaller N take no part) and bold only where it stands out of the seeds' noise
+    (:func:`~topicbench.tasks.report_tables.clear_best`). A cell without a value says why
+    (:class:`~topicbench.tasks.report_tables.Gap`, :func:`gap_reason`).
+    ``keys`` are (score key, title) pairs, e.g. ``("umass@10", "UMass@10")``; ``model_metrics``
+    maps a model to the metrics asked of it, where the config restricts them."""
+    estimates = {key: metric_estimates(runs, key, expected) for key, _ in keys}
+    models = [model for model in models if (runs.model == model).any()]  # one that failed throughout says why
+    columns, groups, ranks, best = {}, {}, {}, set()
+    for corpus in corpora:
+        used = [topics_used(runs, corpus, model) for model in models]
+        if any(k is not None for k in used):  # a store tracked before K was logged has none
+            columns[f"K · {corpus}"], groups[f"K · {corpus}"] = used, ("K (topics used)", corpus)
+        seeds = [len(finished_runs(model_runs(runs, corpus, model))) or None for model in models]
+        if any(seeds):
+            columns[f"seeds · {corpus}"], groups[f"seeds · {corpus}"] = seeds, ("seeds", corpus)
+    for key, title in keys:
+        for corpus in corpora:
+            values = [estimates[key].get((corpus, model)) for model in models]
+            if all(value is None for value in values):
+                continue
+            _add_ranked_column(columns, groups, ranks, best, (title, corpus), values, key)
+            for row, model in enumerate(models):
+                if values[row] is None:
+                    values[row] = Gap(gap_reason(runs, corpus, model, key, (model_metrics or {}).get(model)))
+    cells, footnotes = mark_gaps(pd.DataFrame({"model": models, **{column: pd.Series(values, dtype=object)
+                                                                   for column, values in columns.items()}}))
+    note = _summary_note(keys, any_scored_smaller(cells, columns)) + footnotes
+    return ReportTable(cells, frozenset(best), note=note, ranks=ranks, spread=False, column_groups=groups)
+
+
+def _add_ranked_column(columns: dict, groups: dict, ranks: dict, best: set, group: tuple, values: list, key: str) -> None:
+    """Add the column ``"title · corpus"`` of ``values`` (one per model) with its ranks and its
+    clear best (:func:`~topicbench.tasks.report_tables.clear_best`), by ``key``'s direction."""
+    column = f"{group[0]} · {group[1]}"
+    columns[column], groups[column] = values, group
+    for row, rank in ranks_of(ranked_means(values), higher_is_better(key)).items():
+        ranks[(row, column)] = rank
+    best.update((row, column) for row in clear_best(values, higher_is_better(key)))
+
+
+def matched_k_table(topic_scores: Mapping, keys, *, models, corpora) -> ReportTable:
+    """The summary's per-topic metrics at matched K: on each corpus, each model scored on its K
+    most prevalent topics, K the fewest topics any of the models has there (each run's mean over
+    those topics, then the mean over its seeds), ranked and marked as the summary is.
+
+    ``topic_scores`` maps (corpus, model, seed) to a frame with a row per topic: its ``share`` of
+    the documents and a column per score key (``npmi@10``: the topic's own score); ``keys`` are
+    (score key, title) pairs of metrics that average over topics (coherence; not diversity, a
+    property of the whole set). A model without per-topic scores gets a :class:`~topicbench.tasks.report_tables.Gap`."""
+    columns, groups, ranks, best = {}, {}, {}, set()
+    for corpus in corpora:
+        frames = {(model, seed): frame for (c, model, seed), frame in topic_scores.items() if c == corpus}
+        present = [model for model in models if any(m == model for m, _ in frames)]
+        if len(present) < 2:
+            continue
+        k = min(len(frame) for (model, _), frame in frames.items() if model in present)
+        columns[f"K · {corpus}"], groups[f"K · {corpus}"] = [k] * len(models), ("K", corpus)  # the K scored at
+        for key, title in keys:
+            values = []
+            for model in models:
+                means = [frame.nlargest(k, "share")[key].mean() for (m, _), frame in frames.items()
+                         if m == model and key in frame]
+                values.append(estimate(means) or Gap(f"{model}'s runs hold no per-topic {key} (tracked before topics "
+                                                     "were scored one by one, or the metric does not apply)"))
+            if not any(isinstance(value, Estimate) for value in values):
+                continue
+            _add_ranked_column(columns, groups, ranks, best, (title, corpus), values, key)
+    if not any(column.partition(" · ")[0] != "K" for column in columns):
+        return ReportTable(pd.DataFrame())
+    cells, footnotes = mark_gaps(pd.DataFrame({"model": pd.Series(models, dtype=object),
+                                               **{c: pd.Series(v, dtype=object) for c, v in columns.items()}}))
+    note = ("At matched K: each model's K most prevalent topics (by their share of the documents), K the fewest "
+            "topics among the models on that corpus; each cell the mean of those topics' own scores, then over seeds, "
+            f"and its rank; bold: {NOISE_RULE}." + footnotes)
+    return ReportTable(cells, frozenset(best), note=note, ranks=ranks, spread=False, column_groups=groups,
+                       title="At matched K: the same number of topics for every model")
+
+
+def model_runs(runs: pd.DataFrame, corpus: str, model: str) -> pd.DataFrame:
+    """Every run (in any state) of ``model`` on ``corpus``."""
+    return runs[(runs.corpus == corpus) & (runs.model == model)]
+
+
+def topics_used(runs: pd.DataFrame, corpus: str, model: str):
+    """K: the mean number of topics ``model`` used on ``corpus`` over its finished seeds, whole
+    where it is (an int), else to one decimal; None where no run logged it."""
+    done = finished_runs(model_runs(runs, corpus, model))
+    if TOPICS_USED not in done or done[TOPICS_USED].isna().all():
+        return None
+    mean = float(done[TOPICS_USED].mean())
+    return int(mean) if mean.is_integer() else round(mean, 1)
+
+
+def k_differences(runs: pd.DataFrame, *, models, corpora, factor: float = K_FACTOR) -> dict:
+    """corpus -> {model: K} for each corpus where the models' K (:func:`topics_used`) differ by
+    more than ``factor`` (largest over smallest): there coherence and diversity, which depend on
+    K, do not compare the models on equal terms."""
+    found = {}
+    for corpus in corpora:
+        used = {model: topics_used(runs, corpus, model) for model in models}
+        used = {model: k for model, k in used.items() if k}
+        if len(used) >= 2 and max(used.values()) > factor * min(used.values()):
+            found[corpus] = used
+    return found
+
+
+def _summary_note(keys, shorter: bool) -> str:
+    directions = {key: higher_is_better(key) for key, _ in keys}
+    sizes = sorted({key.partition("@")[2] for key in directions if key.partition("@")[2].isdigit()})
+    at = f" at N = {sizes[0]}" if len(sizes) == 1 else ""
+    lower = [title for key, title in keys if directions[key] is False]
+    order = ("higher is better for every metric here" if not lower
+             else f"higher is better, except {', '.join(lower)} (lower is better)")
+    rule = (f"K: the topics each model used (mean over its seeds); seeds: the finished seeds its cells rest on "
+            f"(a cell on fewer says n=…). Each other cell: the mean over seeds{at}, and its rank in its column "
+            f"(1: the best; {order}). Bold: the best mean{' among the models scored' + at if at else ''}, "
+            f"{NOISE_RULE}.")
+    if shorter and sizes:
+        rule += (f" A value scored at a smaller N (N=…: the model's topics have fewer than {sizes[0]} words) is shown "
+                 "in grey and not ranked.")
+    return rule
+
+
+#: Superscript digits, for the footnote marks of gaps.
+_SUPERSCRIPTS = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def footnote_mark(mark: int) -> str:
+    """A footnote's mark as superscript digits: 1 -> ¹, 12 -> ¹²."""
+    return str(mark).translate(_SUPERSCRIPTS)
+
+
+def mark_gaps(cells: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """``cells`` with each :class:`~topicbench.tasks.report_tables.Gap` numbered by its reason (row
+    by row, the first reason ¹), and the footnotes that say each reason once (empty where there
+    is no gap), to end a note."""
+    marks: dict = {}
+    for row in cells.itertuples(index=False):
+        for value in row:
+            if isinstance(value, Gap):
+                marks.setdefault(value.reason, len(marks) + 1)
+    if not marks:
+        return cells, ""
+    marked = pd.DataFrame({column: pd.Series([replace(value, mark=marks[value.reason]) if isinstance(value, Gap)
+                                              else value for value in cells[column]], index=cells.index, dtype=object)
+                           for column in cells.columns})
+    return marked, " " + " ".join(f"–{footnote_mark(mark)} {reason}." for reason, mark in marks.items())
+
+
+def gap_reason(runs: pd.DataFrame, corpus: str, model: str, key: str, asked=None) -> str:
+    """Why ``model`` has no value of score ``key`` on ``corpus``: its runs failed, were stopped or
+    are still running; the metric was not asked of it (``asked``: the metrics the config asks of
+    the model, where it restricts them); the metric does not apply to it (the reason its runs
+    recorded in the tag ``topicbench.skipped_metrics``, column ``skipped_metrics``: a model
+    without that output, top words outside the reference corpus, ...); or no value was logged."""
+    mine = model_runs(runs, corpus, model)
+    done = finished_runs(mine)
+    if done.empty:
+        failed, stopped = failed_runs(mine), interrupted_runs(mine)
+        if not failed.empty:
+            return f"its runs failed: {_first_line(failed.error.iloc[0])}"
+        if not stopped.empty:
+            return "its runs were stopped before finishing (rerunning the same command fits them)"
+        return "its runs are still being fitted" if (mine.status == RUNNING).any() else "not fitted"
+    name, size = metric_name(key), key.partition("@")[2]
+    if asked is not None and name not in asked:
+        return f"{name} was not asked of {model} (its metrics: {', '.join(asked)})"
+    for text in done.get("skipped_metrics", ()):
+        skipped = _skipped_metrics(text)
+        if key in skipped and key != name:  # the score itself came out NaN or infinite
+            return skipped[key]
+        if name in skipped:
+            return f"{name} does not apply to {model}: {skipped[name]}"
+        for entry, why in skipped.items():
+            if entry.startswith("top_n ") and size in entry.partition(" ")[2].split(","):
+                return f"not scored at N = {size}: {why}"
+    return (f"{model}'s runs logged no {key}: not a number for its topics, or tracked before {name} "
+            "was asked for (rerun to score it)")
+
+
+def _skipped_metrics(text) -> dict:
+    """A run's ``topicbench.skipped_metrics`` tag as a mapping (empty where there is none, or
+    where the tag was cut at MLflow's length limit and no longer parses)."""
+    try:
+        found = json.loads(text) if isinstance(text, str) and text else {}
+    except ValueError:
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def metric_name(key: str) -> str:
+    """The registry name of the metric that returns score ``key`` (``nmi`` -> ``clustering``)."""
+    try:
+        return metric_for_key(key).name
+    except InputError:
+        return key.partition("@")[0]
+
+
+def _first_line(text) -> str:
+    lines = str(text or "").strip().splitlines()
+    return (lines[0] if lines else "no error recorded")[:200].rstrip(".")
+
+
+def score_table(runs: pd.DataFrame, key: str, *, models, corpora, expected: int | None = None,
+                model_metrics: Mapping | None = None) -> ReportTable:
+    """:func:`~topicbench.tasks.report_tables.metric_pivot` of a requested score with a row for
+    every model that has runs, each value it lacks a :class:`~topicbench.tasks.report_tables.Gap`
+    with its reason (:func:`gap_reason`), said under the table."""
+    table = metric_pivot(runs, key, models=models, corpora=corpora, expected=expected)
+    present = [model for model in models if (runs.model == model).any()]
+    found = {} if table.empty else table.cells.set_index("model").to_dict("index")
+    columns = {corpus: pd.Series([found.get(model, {}).get(corpus) for model in present], dtype=object)
+               for corpus in corpora if (runs.corpus == corpus).any()}
+    for corpus, values in columns.items():
+        for row, model in enumerate(present):
+            if not isinstance(values[row], Estimate):
+                values[row] = Gap(gap_reason(runs, corpus, model, key, (model_metrics or {}).get(model)))
+    best = {(row, corpus) for corpus, values in columns.items() for row in clear_best(values, higher_is_better(key))}
+    cells, footnotes = mark_gaps(pd.DataFrame({"model": pd.Series(present, dtype=object), **columns}))
+    return ReportTable(cells, frozenset(best), note=table.note + footnotes if table.note else footnotes.strip())
+
+
+def requested_metrics(data) -> list[str]:
+    """The metrics the config asks for, in its order; without a config, every metric the runs
+    hold a score of."""
+    listed = (data.config or {}).get("metrics")
+    if listed:
+        return list(listed)
+    return list(dict.fromkeys(metric_name(column) for column in data.runs.columns if higher_is_better(column) is not None))
+
+
+def model_metrics(data) -> dict:
+    """Model (its label) -> the metrics the config asks of it, for the models whose config entry
+    restricts them."""
+    return {model.get("label") or model["model"]: list(model["metrics"])
+            for model in (data.config or {}).get("models", []) if model.get("metrics") is not None}
+
+
+def requested_keys(runs: pd.DataFrame, metric: str, n: int) -> list[str]:
+    """The score keys a table shows of ``metric``: its named outputs (bookkeeping left out), or
+    its score at N = ``n`` (else the largest N it was scored at), or its own name."""
+    spec = METRICS.get(metric)
+    if spec.outputs:
+        return [key for key in spec.outputs if higher_is_better(key) is not None]
+    sizes = scored_sizes(runs, metric)
+    if sizes:
+        return [f"{metric}@{n if n in sizes else sizes[-1]}"]
+    return [metric]
+
+
+def direction_words(key: str) -> str:
+    """What follows a score's name to give its direction: "(higher is better)" or "(lower is
+    better)" after a space; empty without a direction."""
+    higher = higher_is_better(key)
+    return "" if higher is None else " (higher is better)" if higher else " (lower is better)"
+
+
+def k_cautions(data, matched: bool = False) -> tuple:
+    """A caution paragraph per corpus where the models' K differ by more than K_FACTOR times;
+    ``matched``: the summary shows the comparison at matched K too."""
+    cautions = []
+    for corpus, used in k_differences(data.runs, models=data.models, corpora=data.corpora).items():
+        listing = ", ".join(f"{model} {k:g}" for model, k in sorted(used.items(), key=lambda item: -item[1]))
+        advice = ("the second table compares them at matched K (each model's most prevalent topics)" if matched else
+                  "give the models similar K (num_topics; for E-LDA, its kappa) to compare them")
+        cautions.append(Markdown(
+            "**Caution: the models differ in K on ", Text(corpus), "** (topics used: ", Text(listing),
+            f"). Coherence and diversity depend on K (a model with more topics keeps more of them specific, and "
+            f"its diversity falls), so the ranks below compare models at different K, not on equal terms; {advice}."))
+    return tuple(cautions)
+
+
+#: Fewer topics judged per model, or fewer seeds, than this and the LLM's scores carry a caution.
+JUDGED_TOPICS_ENOUGH, JUDGED_SEEDS_ENOUGH = 10, 2
+
+
+def judged_sample_caution(data, max_topics: int) -> tuple:
+    """What the LLM's means rest on: the fewest topics judged for a model (its K, at most
+    ``max_topics``) and the seeds; a caution where they are few (a difference of a few hundredths
+    between models is then within chance)."""
+    used = [k for corpus in data.corpora for model in data.models
+            if (k := topics_used(data.runs, corpus, model)) is not None]
+    judged = min(min(used), max_topics) if used else max_topics
+    seeds = len(data.seeds)
+    sample = f"the fewest topics judged for a model is {judged:g}, over {seeds} seed{'s' if seeds != 1 else ''}"
+    if judged >= JUDGED_TOPICS_ENOUGH and seeds >= JUDGED_SEEDS_ENOUGH:
+        return (Markdown(f"Sample: {sample}."),)
+    return (Markdown(f"**Small sample:** {sample}; with fewer than {JUDGED_TOPICS_ENOUGH} topics or a single seed, "
+                     "differences between the models here are within chance: read them as a hint."),)
+
+
+#: A stability is "at chance" where it lies less than this share of the way from its chance level
+#: to 1 (the same topics): 0.963 against a chance level of 0.961 is at chance, whatever share of
+#: topics "reappears" (each matches something as similar by chance).
+AT_CHANCE_SHARE = 0.1
+#: (similarity column, its chance level's column) of the stability tables.
+CHANCE_PAIRS = (("matched similarity (1 − JS distance)", "chance similarity"), ("matched top-10 RBO", "chance RBO"))
+
+
+def with_chance_flags(table: ReportTable) -> ReportTable:
+    """A stability table with a column that flags each model whose stability is at or below its
+    chance level (:data:`AT_CHANCE_SHARE`), and the rule under the table."""
+    flags = []
+    for _, row in table.cells.iterrows():
+        found = [title.split(" (")[0] for title, chance in CHANCE_PAIRS
+                 if title in row and isinstance(row[title], Estimate) and isinstance(row[chance], float)
+                 and row[title].mean - row[chance] < AT_CHANCE_SHARE * (1 - row[chance])]
+        flags.append(f"at chance: {', '.join(found)}" if found else "above chance")
+    cells = table.cells.copy()
+    cells["vs chance"] = flags
+    note = (f"vs chance: \"at chance\" where a similarity lies less than {AT_CHANCE_SHARE:g} of the way from its "
+            "chance level to 1; there \"topics reappearing\" says nothing (topics of those shapes match as well by chance).")
+    return replace(table, cells=cells, note=f"{table.note} {note}".strip())
