@@ -36,7 +36,12 @@ def fake_start(monkeypatch):
         return state["server"]
 
     monkeypatch.setattr(runtime, "start_prefect_server", start)
-    return state
+    # no API configured, as for a user without a server (a session's flow tests run under a harness
+    # that sets PREFECT_API_URL in Prefect's settings, not in the environment)
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    with temporary_settings(restore_defaults={PREFECT_API_URL}):
+        yield state
 
 
 def test_the_server_starts_while_the_store_is_prepared_and_its_thread_lives_with_it(fake_start):
