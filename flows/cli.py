@@ -20,6 +20,7 @@ import sys
 from topicbench.core.validation import InputError
 from topicbench.flows.checks import check_prefect_environment
 from topicbench.flows.cli_benchmark import add_paper_command, add_report_command, add_run_command, add_serve_command
+from topicbench.flows.cli_bundle import add_bundle_commands
 from topicbench.flows.cli_catalog import add_catalog_commands, add_schema_command
 from topicbench.flows.cli_common import CommandParser
 from topicbench.flows.cli_data import add_data_command
@@ -48,7 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for add_command in (add_elda_command, add_run_command, add_serve_command, add_report_command,
                         add_paper_command, add_data_command, add_catalog_commands, add_ui_command,
-                        add_compile_command, add_schema_command, add_judge_command, add_search_command):
+                        add_compile_command, add_schema_command, add_judge_command, add_search_command,
+                        add_bundle_commands):
         add_command(commands)
     return parser
 

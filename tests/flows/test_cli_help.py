@@ -17,7 +17,7 @@ from topicbench.flows.cli_common import DefaultsShownFormatter
 #: Every command a user can run, as typed after `topicbench`.
 COMMANDS = {
     "elda", "run", "serve", "report", "paper", "data list", "data fetch", "models list", "metrics list", "ui",
-    "compile", "schema", "judge calibrate", "search",
+    "compile", "schema", "judge calibrate", "search", "export", "import",
 }
 
 

@@ -1,0 +1,149 @@
+"""Result bundles: an experiment's finished runs as files that outlive the store they came from.
+
+A bundle is a folder: ``manifest.json`` (format version, experiment, topicbench version and
+commit, package versions, when, the runs it holds), ``runs.jsonl`` (one finished run a line:
+its id in the store it came from, its parent's, status, times, params, tags, latest metrics) and
+``artifacts/<run id>.tar.gz`` (the run's artifacts). The fits' ``output/matrices.npz`` (about
+15 MB a run) is left out unless asked for: only the stability section reads it.
+
+:func:`import_bundle` recreates the runs in any store, parents first, with their tags (so their
+run keys) unchanged: a later ``run`` or ``paper`` on that store skips every imported fit, and a
+run already in the store (by run key, or by its original id for parents) is not imported twice.
+"""
+
+from __future__ import annotations
+
+import json
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+from topicbench.core.io import make_output_folder, write_text_atomically
+from topicbench.core.validation import InputError
+
+from .records import git_commit, package_versions
+from .run_claims import PARENT_ROLE, ROLE_TAG, RUN_KEY
+from .store_filters import search_runs
+
+BUNDLE_FORMAT = 1
+MANIFEST, RUNS_FILE, ARTIFACTS_FOLDER = "manifest.json", "runs.jsonl", "artifacts"
+#: The tag an imported run carries: the id it had in the store it was exported from.
+ORIGIN_TAG = "topicbench.bundle.origin_run_id"
+#: Artifacts left out by default: large, and read only by the stability section.
+LARGE_ARTIFACTS = ("matrices.npz",)
+
+
+class BundleError(InputError):
+    """A bundle that cannot be read or written: the message names the file and the problem."""
+
+
+def export_bundle(tracking_uri: str, experiment: str, out, *, with_matrices: bool = False) -> dict:
+    """Write the FINISHED runs of ``experiment`` at ``tracking_uri`` as a bundle in ``out``;
+    the manifest (also written as ``manifest.json``)."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri)
+    found = client.get_experiment_by_name(experiment)
+    if found is None:
+        raise BundleError(f"the store at {tracking_uri} has no experiment {experiment!r}")
+    runs = search_runs(client, [found.experiment_id], status="FINISHED")
+    folder = make_output_folder(out, "--out")
+    (folder / ARTIFACTS_FOLDER).mkdir(exist_ok=True)
+    records = [_run_record(run) for run in runs]
+    for run in runs:
+        _pack_artifacts(client, run.info.run_id, folder / ARTIFACTS_FOLDER / f"{run.info.run_id}.tar.gz",
+                        skip=() if with_matrices else LARGE_ARTIFACTS)
+    write_text_atomically(folder / RUNS_FILE, "".join(json.dumps(r, sort_keys=True) + "\n" for r in records))
+    versions = package_versions()
+    manifest = {
+        "bundle_format": BUNDLE_FORMAT, "experiment": experiment, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "topicbench_version": versions.get("topicbench"), "commit": git_commit(), "packages": versions,
+        "runs": len(records), "fits": sum(r["tags"].get(ROLE_TAG) != PARENT_ROLE for r in records),
+        "run_keys": sorted(r["tags"][RUN_KEY] for r in records if RUN_KEY in r["tags"]),
+        "matrices_included": with_matrices,
+    }
+    write_text_atomically(folder / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    return manifest
+
+
+def _run_record(run) -> dict:
+    tags = dict(run.data.tags)
+    return {"run_id": run.info.run_id, "parent_id": tags.get("mlflow.parentRunId"), "run_name": run.info.run_name,
+            "status": run.info.status, "start_time": run.info.start_time, "end_time": run.info.end_time,
+            "params": dict(run.data.params), "tags": tags, "metrics": dict(run.data.metrics)}
+
+
+def _pack_artifacts(client, run_id: str, target: Path, skip) -> None:
+    with tempfile.TemporaryDirectory(prefix="topicbench-bundle-") as scratch:
+        local = Path(client.download_artifacts(run_id, "", scratch))
+        with tarfile.open(target, "w:gz") as archive:
+            for path in sorted(local.rglob("*")):
+                if path.is_file() and path.name not in skip:
+                    archive.add(path, arcname=str(path.relative_to(local)))
+
+
+def read_bundle(folder) -> tuple:
+    """(manifest, run records) of the bundle in ``folder``; a :class:`BundleError` naming what is wrong."""
+    folder = Path(folder)
+    try:
+        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+        records = [json.loads(line) for line in (folder / RUNS_FILE).read_text(encoding="utf-8").splitlines() if line]
+    except (OSError, ValueError) as error:
+        raise BundleError(f"{folder} is not a readable result bundle ({error})") from None
+    if manifest.get("bundle_format") != BUNDLE_FORMAT:
+        raise BundleError(f"{folder / MANIFEST}: bundle format {manifest.get('bundle_format')!r}, this topicbench "
+                          f"reads {BUNDLE_FORMAT}")
+    return manifest, records
+
+
+def import_bundle(folder, tracking_uri: str) -> dict:
+    """Recreate the bundle's runs at ``tracking_uri`` (parents first, run keys kept); the numbers
+    of runs imported and already there."""
+    from mlflow.entities import Metric, Param
+
+    from .tracking import Tracker
+
+    folder = Path(folder)
+    manifest, records = read_bundle(folder)
+    tracker = Tracker(tracking_uri, manifest["experiment"])  # the experiment as a run creates it (artifacts beside a sqlite store)
+    client, experiment_id = tracker.client, tracker.experiment_id
+    present = _present(client, experiment_id)
+    new_ids, imported, skipped = {}, 0, 0
+    for record in sorted(records, key=lambda r: r["parent_id"] is not None):  # parents first
+        already = present.get(record["tags"].get(RUN_KEY) or record["run_id"])
+        if already:
+            new_ids[record["run_id"]], skipped = already, skipped + 1
+            continue
+        tags = {**record["tags"], ORIGIN_TAG: record["run_id"]}
+        if record["parent_id"]:
+            tags["mlflow.parentRunId"] = new_ids.get(record["parent_id"], record["parent_id"])
+        run = client.create_run(experiment_id, start_time=record["start_time"], tags=tags, run_name=record["run_name"])
+        stamp = record["end_time"] or record["start_time"] or 0
+        client.log_batch(run.info.run_id, metrics=[Metric(k, v, stamp, 0) for k, v in record["metrics"].items()],
+                         params=[Param(k, v) for k, v in record["params"].items()])
+        _unpack_artifacts(client, run.info.run_id, folder / ARTIFACTS_FOLDER / f"{record['run_id']}.tar.gz")
+        client.set_terminated(run.info.run_id, record["status"], end_time=record["end_time"])
+        new_ids[record["run_id"]], imported = run.info.run_id, imported + 1
+    return {"imported": imported, "already_there": skipped}
+
+
+def _present(client, experiment_id: str) -> dict:
+    """{run key or original run id: run id} of the FINISHED runs already in the experiment."""
+    present = {}
+    for run in search_runs(client, [experiment_id], status="FINISHED"):
+        tags = run.data.tags
+        for name in (tags.get(RUN_KEY), tags.get(ORIGIN_TAG), run.info.run_id):
+            if name:
+                present[name] = run.info.run_id
+    return present
+
+
+def _unpack_artifacts(client, run_id: str, archive_path: Path) -> None:
+    if not archive_path.is_file():
+        return
+    with tempfile.TemporaryDirectory(prefix="topicbench-bundle-") as scratch:
+        with tarfile.open(archive_path, "r:gz") as archive:
+            archive.extractall(scratch, filter="data")  # no absolute paths, links or devices out of a bundle
+        if any(Path(scratch).iterdir()):
+            client.log_artifacts(run_id, scratch)
