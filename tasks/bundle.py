@@ -106,7 +106,8 @@ def import_bundle(folder, tracking_uri: str) -> dict:
 
     folder = Path(folder)
     manifest, records = read_bundle(folder)
-    tracker = Tracker(tracking_uri, manifest["experiment"])  # the experiment as a run creates it (artifacts beside a sqlite store)
+    # the experiment as a run creates it: artifacts beside a sqlite store, never in the working folder
+    tracker = Tracker(tracking_uri, manifest["experiment"])
     client, experiment_id = tracker.client, tracker.experiment_id
     present = _present(client, experiment_id)
     new_ids, imported, skipped = {}, 0, 0

@@ -120,39 +120,47 @@ def _with_topic_facts(client, run_id: str, text: str | None) -> str | None:
     return json.dumps(records, ensure_ascii=False)
 
 
-def _topic_documents(client, run_id: str) -> dict | None:
-    """Topic -> its record of :data:`~topicbench.tasks.artifacts.TOPIC_DOCUMENTS` (share, main-topic
-    documents, by label, examples); None where the run has none (tracked before it was written)."""
+def _read_artifact(client, run_id: str, path: str, read, *, missing_level: int = logging.INFO):
+    """``read(local path)`` of the run's artifact ``path`` (downloaded into a temporary folder);
+    None, logged at ``missing_level``, where the run has no such artifact or it cannot be read."""
     import tempfile
 
     try:
         with tempfile.TemporaryDirectory(prefix="topicbench-topics-") as folder:
-            path = client.download_artifacts(run_id, TOPIC_DOCUMENTS, folder)
-            found = json.loads(Path(path).read_text(encoding="utf-8"))
-        return {int(record["topic"]): record for record in found["topics"]}
-    except Exception as error:  # noqa: BLE001 - the topics are shown without their documents
-        logger.info("run %s: no %s (%s)", run_id, TOPIC_DOCUMENTS, error)
+            return read(client.download_artifacts(run_id, path, folder))
+    except Exception as error:  # noqa: BLE001 - a report without this part is still a report
+        logger.log(missing_level, "run %s: no %s (%s)", run_id, path, error)
         return None
 
 
-def _topic_shares(client, run_id: str):
-    """Each topic's share of the documents, from the run's topic-document matrix; None where it
-    cannot be read (its topics are then shown in the model's own order)."""
-    import tempfile
+def _topic_documents(client, run_id: str) -> dict | None:
+    """Topic -> its record of :data:`~topicbench.tasks.artifacts.TOPIC_DOCUMENTS` (share, main-topic
+    documents, by label, examples); None where the run has none (tracked before it was written)."""
+    found = _read_artifact(client, run_id, TOPIC_DOCUMENTS,
+                           lambda path: json.loads(Path(path).read_text(encoding="utf-8")))
+    return None if found is None else {int(record["topic"]): record for record in found["topics"]}
 
+
+def _topic_shares(client, run_id: str, documents: dict | None = None):
+    """Each topic's share of the documents: from the run's topic documents (``documents``, as
+    :func:`_topic_documents` reads them) where it has them, else from its topic-document matrix
+    (about 15 MB a run); None where neither can be read (its topics are then shown in the model's
+    own order)."""
     import numpy as np
 
     from topicbench.core.output import read_matrix
 
-    try:
-        with tempfile.TemporaryDirectory(prefix="topicbench-topics-") as folder:
-            path = client.download_artifacts(run_id, "output/matrices.npz", folder)
-            with np.load(path) as arrays:
-                matrix = read_matrix(arrays, "topic_document_matrix")
-                return np.asarray(matrix.sum(axis=1)).ravel() / max(matrix.shape[1], 1)
-    except Exception as error:
-        logger.warning("run %s: no topic prevalence (%s)", run_id, error)
-        return None
+    if documents:
+        shares = np.zeros(max(documents) + 1)
+        shares[list(documents)] = [record.get("share", 0.0) for record in documents.values()]
+        return shares
+
+    def read(path):
+        with np.load(path) as arrays:
+            matrix = read_matrix(arrays, "topic_document_matrix")
+            return np.asarray(matrix.sum(axis=1)).ravel() / max(matrix.shape[1], 1)
+
+    return _read_artifact(client, run_id, "output/matrices.npz", read, missing_level=logging.WARNING)
 
 
 def _shown_topic_scores(client, run_id: str) -> dict | None:
@@ -160,15 +168,10 @@ def _shown_topic_scores(client, run_id: str) -> dict | None:
     not every key of every topic, which for E-LDA's thousands of topics would be read for
     nothing), from :data:`~topicbench.tasks.artifacts.TOPIC_SCORES`; None where the run has
     none (runs tracked before topics were scored one by one)."""
-    import tempfile
-
     shown = {key for key, _ in TOPIC_SCORES_SHOWN}
-    try:
-        with tempfile.TemporaryDirectory(prefix="topicbench-topics-") as folder:
-            table = pd.read_csv(client.download_artifacts(run_id, TOPIC_SCORES, folder), index_col="topic",
-                                usecols=lambda column: column == "topic" or column in shown)
-    except Exception as error:
-        logger.info("run %s: no %s (%s)", run_id, TOPIC_SCORES, error)
+    table = _read_artifact(client, run_id, TOPIC_SCORES, lambda path: pd.read_csv(
+        path, index_col="topic", usecols=lambda column: column == "topic" or column in shown))
+    if table is None:
         return None
     return {topic: {key: float(value) for key, value in values.items() if pd.notna(value)}
             for topic, values in table.to_dict("index").items()}
@@ -177,7 +180,7 @@ def _shown_topic_scores(client, run_id: str) -> dict | None:
 def collect_topic_scores(tracking_uri: str, runs: pd.DataFrame, corpora) -> dict:
     """(corpus, model, seed) -> a frame with a row per topic: its ``share`` of the documents and
     its own score per key (:data:`~topicbench.tasks.artifacts.TOPIC_SCORES`), for each finished
-    run on ``corpora`` (two downloads a run: read only where the summary compares at matched K).
+    run on ``corpora`` (read only where the summary compares at matched K).
     A run without them is left out (its model's cells then say so)."""
     from mlflow.tracking import MlflowClient
 
@@ -185,7 +188,8 @@ def collect_topic_scores(tracking_uri: str, runs: pd.DataFrame, corpora) -> dict
     found = {}
     done = runs[(runs.status == FINISHED) & runs.corpus.isin(list(corpora))]
     for corpus, model, seed, run_id in zip(done.corpus, done.model, done.seed, done.run_id):
-        scores, shares = _topic_scores_table(client, run_id), _topic_shares(client, run_id)
+        scores = _topic_scores_table(client, run_id)
+        shares = _topic_shares(client, run_id, _topic_documents(client, run_id))  # no matrices where the run has these
         if scores is not None and shares is not None and len(shares) == len(scores):
             found[(corpus, model, int(seed))] = scores.assign(share=shares[scores.index.to_numpy()])
     return found
@@ -193,14 +197,7 @@ def collect_topic_scores(tracking_uri: str, runs: pd.DataFrame, corpora) -> dict
 
 def _topic_scores_table(client, run_id: str) -> pd.DataFrame | None:
     """The run's :data:`~topicbench.tasks.artifacts.TOPIC_SCORES` indexed by topic; None where it has none."""
-    import tempfile
-
-    try:
-        with tempfile.TemporaryDirectory(prefix="topicbench-topics-") as folder:
-            return pd.read_csv(client.download_artifacts(run_id, TOPIC_SCORES, folder), index_col="topic")
-    except Exception as error:  # noqa: BLE001 - the run's cells at matched K say it has none
-        logger.info("run %s: no %s (%s)", run_id, TOPIC_SCORES, error)
-        return None
+    return _read_artifact(client, run_id, TOPIC_SCORES, lambda path: pd.read_csv(path, index_col="topic"))
 
 
 def _topics_artifact(client, run_id: str):

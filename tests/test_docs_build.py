@@ -88,27 +88,27 @@ def test_every_registered_metric_has_its_formula_and_reference():
 def test_a_broken_reference_or_missing_page_fails_the_build(tmp_path, page, error):
     source = tmp_path / "source"
     source.mkdir()
+    _write_manual_config(source)
+    (source / "index.md").write_text("# Test\n\n" + page, encoding="utf-8")
+    result = sphinx_build(source, tmp_path / "out")
+    assert result.returncode != 0 and error in result.stderr, result.stderr[-3000:]
+
+
+def _write_manual_config(source: Path) -> None:
+    """The manual's own Sphinx configuration (conf.py, templates) for a project in ``source``."""
     (source / "conf.py").write_text(
         "import runpy\n"
         f"globals().update({{k: v for k, v in runpy.run_path({str(DOCS / 'conf.py')!r}).items() if not k.startswith('__')}})\n"
         f"templates_path = [{str(DOCS / '_templates')!r}]\n",
         encoding="utf-8",
     )
-    (source / "index.md").write_text("# Test\n\n" + page, encoding="utf-8")
-    result = sphinx_build(source, tmp_path / "out")
-    assert result.returncode != 0 and error in result.stderr, result.stderr[-3000:]
 
 
 def tiny_manual(source: Path, pages: dict) -> Path:
     """A project with the manual's configuration and these pages (name -> Markdown), all in the
     table of contents of its index."""
     source.mkdir()
-    (source / "conf.py").write_text(
-        "import runpy\n"
-        f"globals().update({{k: v for k, v in runpy.run_path({str(DOCS / 'conf.py')!r}).items() if not k.startswith('__')}})\n"
-        f"templates_path = [{str(DOCS / '_templates')!r}]\n",
-        encoding="utf-8",
-    )
+    _write_manual_config(source)
     (source / "index.md").write_text("# Test\n\n```{toctree}\n" + "".join(f"{name}\n" for name in pages) + "```\n",
                                       encoding="utf-8")
     for name, text in pages.items():
