@@ -13,6 +13,7 @@ run already in the store (by run key, or by its original id for parents) is not 
 
 from __future__ import annotations
 
+import gzip
 import json
 import tarfile
 import tempfile
@@ -77,10 +78,17 @@ def _run_record(run) -> dict:
 def _pack_artifacts(client, run_id: str, target: Path, skip) -> None:
     with tempfile.TemporaryDirectory(prefix="topicbench-bundle-") as scratch:
         local = Path(client.download_artifacts(run_id, "", scratch))
-        with tarfile.open(target, "w:gz") as archive:
+        # the same run gives the same bytes (no times or owners kept): exporting again into a
+        # committed bundle changes only the runs that changed
+        with gzip.GzipFile(target, "wb", mtime=0) as packed, tarfile.open(fileobj=packed, mode="w") as archive:
             for path in sorted(local.rglob("*")):
                 if path.is_file() and path.name not in skip:
-                    archive.add(path, arcname=str(path.relative_to(local)))
+                    archive.add(path, arcname=str(path.relative_to(local)), filter=_without_times_or_owners)
+
+
+def _without_times_or_owners(member: tarfile.TarInfo) -> tarfile.TarInfo:
+    member.mtime, member.uid, member.gid, member.uname, member.gname = 0, 0, 0, "", ""
+    return member
 
 
 def read_bundle(folder) -> tuple:
