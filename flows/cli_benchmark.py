@@ -146,7 +146,7 @@ def _write_report(experiment: str, tracking_uri: str, out: str) -> dict | None:
     none (the flow failed before its first fit), say so and go on (None), so that the flow's error
     stays the last line."""
     from topicbench.flows.report import report
-    from topicbench.tasks.report import ReportWriteError
+    from topicbench.tasks.report.write import ReportWriteError
 
     try:
         return report(experiment, tracking_uri, out)

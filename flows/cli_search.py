@@ -41,7 +41,7 @@ def run_search_command(args) -> int:
     from topicbench.flows.search import run_search
     from topicbench.flows.search_plan import SearchPlan
     from topicbench.tasks.study import default_storage, storage_label
-    from topicbench.tasks.study_report import study_report, write_study_report
+    from topicbench.tasks.report.study import study_report, write_study_report
 
     hide_library_tracebacks(args.verbose)
     config = config_from_command_line(args)

@@ -111,7 +111,7 @@ def shared_runs_view(uri: str, experiment) -> str | None:
     not take it (the plain runs view then, with a warning)."""
     from mlflow.tracking import MlflowClient
 
-    from topicbench.tasks.report import collect_config
+    from topicbench.tasks.report.store import collect_config
     from topicbench.tasks.runs_view import share_runs_view
     from topicbench.tasks.run_claims import FIT_ROLE, ROLE_TAG
     from topicbench.tasks.store_filters import runs_filter

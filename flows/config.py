@@ -152,7 +152,7 @@ class BenchmarkConfig:
         Address of an existing Dask scheduler instead of a local cluster.
     report_sections : tuple of str or None
         Sections of the report, in order, from the report's section registry
-        (``topicbench.tasks.report_sections.REPORT_SECTIONS``); None: the default sections.
+        (``topicbench.tasks.report.sections.REPORT_SECTIONS``); None: the default sections.
     llm : dict or None
         The OpenAI-compatible endpoint the LLM metrics ask, and how
         (:data:`topicbench.tasks.llm_judge.LLM_SCHEMA`); needed by ``llm_rating`` and ``llm_intrusion``.

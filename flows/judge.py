@@ -23,14 +23,12 @@ import numpy as np
 
 from topicbench.core.metrics.calibration import calibration_table
 from topicbench.core.metrics.llm_judging import JudgeSettings, draw_intruders, intrusion_scores, rate_topics
+from topicbench.tasks.calibration_runs import CALIBRATION_EXPERIMENT, MODEL_TAG, latest_calibration  # noqa: F401 - the judge's API
 
 from .console import CONSOLE
 
 logger = logging.getLogger(__name__)
 
-CALIBRATION_EXPERIMENT = "judge-calibration"
-#: The tag naming the judged model on a calibration run (the report looks it up by it).
-MODEL_TAG = "topicbench.llm_model"
 
 
 @dataclass(frozen=True)
@@ -112,8 +110,8 @@ def verdict(calibration: Calibration) -> str:
 
 def calibration_markdown(calibration: Calibration) -> str:
     """``calibration.md``: the table verbatim in a code block (its columns aligned), then the
-    verdict, whose model name is shown as given (:mod:`topicbench.tasks.report_text`)."""
-    from topicbench.tasks.report_text import markdown_code_block, markdown_paragraph, markdown_text
+    verdict, whose model name is shown as given (:mod:`topicbench.tasks.report.text`)."""
+    from topicbench.tasks.report.text import markdown_code_block, markdown_paragraph, markdown_text
 
     return markdown_code_block(format_table(calibration)) + "\n" + markdown_paragraph(markdown_text(verdict(calibration))) + "\n"
 
@@ -174,24 +172,4 @@ def _as_json(calibration: Calibration) -> dict:
     }
 
 
-def latest_calibration(tracking_uri: str, model: str) -> dict | None:
-    """The newest finished calibration of ``model`` in the store, as its ``calibration.json``
-    (with ``run_id`` and ``when``); None when there is none."""
-    from mlflow.tracking import MlflowClient
-
-    from topicbench.tasks.store_filters import search_runs
-
-    client = MlflowClient(tracking_uri)
-    found = client.get_experiment_by_name(CALIBRATION_EXPERIMENT)
-    if found is None:
-        return None
-    runs = search_runs(client, [found.experiment_id], tags={MODEL_TAG: model}, status="FINISHED",
-                       order_by=["attributes.start_time DESC"], max_results=1)
-    if not runs:
-        return None
-    with tempfile.TemporaryDirectory() as folder:
-        path = client.download_artifacts(runs[0].info.run_id, "calibration.json", folder)
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    data.update(run_id=runs[0].info.run_id, when=runs[0].info.start_time)
-    return data
 

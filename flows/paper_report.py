@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from topicbench.tasks.report_sections import ReportData, Section, table_section
-from topicbench.tasks.report_tables import ReportTable, finished_runs
+from topicbench.tasks.report.sections import ReportData, Section, table_section
+from topicbench.tasks.report.tables import ReportTable, finished_runs
 
 #: The paper's Set 1 figures (spec §4, x10^6): (LDA, E-LDA) per corpus and setting.
 PAPER_SET1 = {

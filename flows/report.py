@@ -18,12 +18,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from topicbench.core.io import file_name_for
-from topicbench.tasks.report import (
-    collect_config, collect_runs, collect_topic_scores, log_report_to_parent, write_report,
-)
-from topicbench.tasks.report_stability import collect_stability
-from topicbench.tasks.report_summary import k_differences
-from topicbench.tasks.report_sections import DEFAULT_REPORT_SECTIONS, REPORT_SECTIONS, ReportData, build_report
+from topicbench.tasks.report.sections import DEFAULT_REPORT_SECTIONS, REPORT_SECTIONS, ReportData, build_report
+from topicbench.tasks.report.sources import RunSource, StoreSource
+from topicbench.tasks.report.summary import k_differences
+from topicbench.tasks.report.write import write_report
 
 # The paper's sections (our figures beside the paper's) sit with the paper's figures in
 # flows/paper_report.py; registered lazily, so an ordinary report imports none of them.
@@ -38,14 +36,12 @@ def default_report_folder(experiment: str) -> Path:
     return Path.cwd() / "results" / file_name_for(experiment)
 
 
-def _judge_calibration(tracking_uri: str, config: dict | None, runs) -> dict | None:
+def _judge_calibration(source: RunSource, config: dict | None, runs) -> dict | None:
     """The latest calibration of the LLM that judged these runs (when any run has LLM scores)."""
     model = ((config or {}).get("llm") or {}).get("model")
     if model is None or not any(column in runs for column in ("llm_rating", "llm_intrusion")):
         return None
-    from .judge import latest_calibration
-
-    return latest_calibration(tracking_uri, model)
+    return source.calibration(model)
 
 
 def report_sections(config: dict | None, sections=None) -> tuple:
@@ -75,18 +71,26 @@ def report(experiment: str, tracking_uri: str, folder: str | None = None, comman
     dict
         ``markdown`` and ``html`` paths, ``finished`` and ``failed`` run counts.
     """
-    runs = collect_runs(tracking_uri, experiment)
-    config = collect_config(tracking_uri, experiment)
-    sections = report_sections(config, sections)
-    folder = folder or str(default_report_folder(experiment))
+    source = StoreSource(tracking_uri, experiment)
     command = command or f"topicbench report --experiment {shlex.quote(experiment)} --tracking-uri {shlex.quote(tracking_uri)}"
+    return report_from(source, folder, command=command, notes=notes, sections=sections)
+
+
+def report_from(source: RunSource, folder: str | None = None, *, command: str, notes: str = "",
+                sections=None) -> dict:
+    """Write the report of the runs ``source`` reads (a tracking store or a result bundle) into
+    ``folder`` (default: results/<experiment>); as :func:`report`."""
+    runs = source.runs()
+    config = source.config()
+    sections = report_sections(config, sections)
+    folder = folder or str(default_report_folder(source.experiment))
     # the runs' outputs are read only for a report that shows their stability (a download per run)
-    stability = collect_stability(tracking_uri, runs) if "stability" in sections else None
-    data = ReportData(runs=runs, experiment=experiment, command=command, config=config, notes=notes,
-                      calibration=_judge_calibration(tracking_uri, config, runs), stability=stability)
+    stability = source.stability(runs) if "stability" in sections else None
+    data = ReportData(runs=runs, experiment=source.experiment, command=command, config=config, notes=notes,
+                      calibration=_judge_calibration(source, config, runs), stability=stability)
     if "summary" in sections:  # each topic's scores are read only where models side by side differ in K
         unequal = k_differences(runs, models=data.models, corpora=data.corpora)
-        data = replace(data, topic_scores=collect_topic_scores(tracking_uri, runs, unequal) if unequal else None)
+        data = replace(data, topic_scores=source.topic_scores(runs, unequal) if unequal else None)
     written = write_report(build_report(data, sections), data, folder)
-    written["parent_run_id"] = log_report_to_parent(tracking_uri, experiment, written["files"])
+    written["parent_run_id"] = source.log_report(written["files"])
     return written

@@ -102,7 +102,7 @@ def rank_problems(page) -> tuple[int, list[str]]:
     """(ranked cells, problems): a ranked cell that does not show its rank as ① … (the summary's
     note promises it in each cell, not only on hover), and a ranked column whose first and last
     cells a deuteranope cannot tell apart (:data:`RANK_DELTA_E`, on the cells' screenshots)."""
-    from topicbench.tasks.report_render import circled
+    from topicbench.tasks.report.render import circled
 
     cells, problems, columns = page.evaluate(RANKED_CELLS), [], {}
     for index, cell in enumerate(cells):

@@ -21,7 +21,7 @@ import pytest
 from markdown_it import MarkdownIt
 from mlflow.tracking import MlflowClient
 
-from topicbench.tasks.report_text import (
+from topicbench.tasks.report.text import (
     LONGEST_WORD, Code, Markdown, Text, markdown_code, markdown_paragraph, markdown_text, to_markdown,
 )
 from topicbench.tasks.store_filters import UnwritableFilterValue, filter_literal, search_runs
@@ -161,7 +161,7 @@ def test_long_words_are_shortened_and_direction_controls_shown_as_code_points():
 
 def test_the_llm_sections_paragraphs_and_calibration_md_show_the_models_name_as_given():
     from topicbench.flows.judge import Calibration, calibration_markdown
-    from topicbench.tasks.report_sections import calibration_summary
+    from topicbench.tasks.report.sections import calibration_summary
 
     model = f"{QUOTES} {SCRIPT} {LINK}"
     shown = html.escape(model).replace("&#x27;", "'")

@@ -11,7 +11,7 @@ from topicbench.flows.paper import (
     set2_against_paper,
 )
 from topicbench.flows.paper_report import matches_paper, set2_gaps
-from topicbench.tasks.report_render import format_table
+from topicbench.tasks.report.render import format_table
 
 
 def _runs(rows):
@@ -129,7 +129,7 @@ def test_paper_config_lists_the_papers_report_sections_and_they_resolve(tmp_path
 
 def test_paper_sections_are_built_from_the_runs():
     from topicbench.flows.report import REPORT_SECTIONS
-    from topicbench.tasks.report_sections import ReportData
+    from topicbench.tasks.report.sections import ReportData
 
     frame = _runs([
         {"corpus": "congress", "model": "gibbs", "seed": seed, "log_likelihood_own": -2.2e6 - seed, "log_likelihood_elda": -1.9e6,

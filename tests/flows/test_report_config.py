@@ -7,7 +7,7 @@ import pytest
 from topicbench.core.validation import InputError
 from topicbench.flows.config import BenchmarkConfig
 from topicbench.flows.report import report_sections
-from topicbench.tasks.report_sections import DEFAULT_REPORT_SECTIONS
+from topicbench.tasks.report.sections import DEFAULT_REPORT_SECTIONS
 
 
 def _config(**changes):

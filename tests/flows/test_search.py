@@ -26,7 +26,7 @@ from topicbench.flows.config import BenchmarkConfig
 from topicbench.flows.search import run_search
 from topicbench.flows.search_plan import SearchPlan
 from topicbench.tasks.study import default_storage
-from topicbench.tasks.study_report import study_report, write_study_report
+from topicbench.tasks.report.study import study_report, write_study_report
 
 from report_browser import CHROMIUM, clipped_titles, open_page, rank_problems
 from test_exit_paths import wait_for_fit_claims
@@ -334,7 +334,7 @@ def test_the_search_recommends_across_models_with_runners_up_and_disagreements(t
 
 
 def test_the_objective_plots_share_one_scale_per_objective_and_one_colour_per_model():
-    from topicbench.tasks.study_report import _curves_figure
+    from topicbench.tasks.report.study import _curves_figure
 
     plan, choices = hand_search()
     figure = _curves_figure(choices, plan.objectives)

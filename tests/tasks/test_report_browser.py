@@ -7,11 +7,11 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from topicbench.tasks.report_interactive import figure_html, training_figure
-from topicbench.tasks.report_plots import model_styles
-from topicbench.tasks.report_render import render_html
-from topicbench.tasks.report_sections import Plot, Report, Section
-from topicbench.tasks.report_tables import Estimate, ReportTable
+from topicbench.tasks.report.interactive import figure_html, training_figure
+from topicbench.tasks.report.plots import model_styles
+from topicbench.tasks.report.render import render_html
+from topicbench.tasks.report.sections import Plot, Report, Section
+from topicbench.tasks.report.tables import Estimate, ReportTable
 
 from report_browser import CHROMIUM, clipped_titles, open_page, rank_problems
 

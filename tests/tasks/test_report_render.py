@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pandas as pd
 
-from topicbench.tasks.report_render import (
+from topicbench.tasks.report.render import (
     NO_SPREAD_NOTE, SPREAD_NOTE, anchors, format_estimate, format_value, html_table, markdown_table, rank_colour, render_html,
     render_markdown,
 )
-from topicbench.tasks.report_sections import Plot, Report, Section
-from topicbench.tasks.report_statistics import Flip
-from topicbench.tasks.report_tables import Estimate, ReportTable, Share, TopicWords
+from topicbench.tasks.report.sections import Plot, Report, Section
+from topicbench.tasks.report.statistics import Flip
+from topicbench.tasks.report.tables import Estimate, ReportTable, Share, TopicWords
 
 from colour_vision import delta_e, deuteranopia, hex_rgb, lab
 

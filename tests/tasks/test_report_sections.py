@@ -8,11 +8,11 @@ import pandas as pd
 import pytest
 
 from topicbench.core.validation import InputError
-from topicbench.tasks import report_plots
-from topicbench.tasks.report_sections import (
+from topicbench.tasks.report import plots as report_plots
+from topicbench.tasks.report.sections import (
     DEFAULT_REPORT_SECTIONS, REPORT_SECTIONS, ReportData, build_report, register_section,
 )
-from topicbench.tasks.report_tables import ReportTable
+from topicbench.tasks.report.tables import ReportTable
 
 
 def _runs():
@@ -103,7 +103,7 @@ def test_a_benchmark_can_register_its_own_section(monkeypatch):
 
     @register_section("test_only_section")
     def only(data):
-        from topicbench.tasks.report_sections import Section
+        from topicbench.tasks.report.sections import Section
 
         return Section("Mine", (f"{len(data.runs)} runs",))
 
@@ -180,8 +180,8 @@ def _every_metrics_keys() -> dict:
 def test_every_metric_a_config_asks_for_appears_in_the_report_with_its_direction():
     import json
 
-    from topicbench.tasks.report_render import render_markdown
-    from topicbench.tasks.report_sections import summary_keys
+    from topicbench.tasks.report.render import render_markdown
+    from topicbench.tasks.report.sections import summary_keys
 
     keys = _every_metrics_keys()
     rows = [{"status": "FINISHED", "corpus": "c1", "model": model, "seed": seed, "num_topics_used": 10,
@@ -207,7 +207,7 @@ def test_every_metric_a_config_asks_for_appears_in_the_report_with_its_direction
 
 
 def test_the_summary_cautions_where_the_models_k_differ_more_than_twice():
-    from topicbench.tasks.report_render import render_html, render_markdown
+    from topicbench.tasks.report.render import render_html, render_markdown
 
     runs = _runs()
     runs["num_topics_used"] = [81 if model == "elda" else 10 for model in runs.model]
@@ -222,8 +222,8 @@ def test_the_summary_cautions_where_the_models_k_differ_more_than_twice():
 
 
 def test_stability_at_chance_is_flagged():
-    from topicbench.tasks.report_summary import with_chance_flags
-    from topicbench.tasks.report_tables import Estimate
+    from topicbench.tasks.report.summary import with_chance_flags
+    from topicbench.tasks.report.tables import Estimate
 
     cells = pd.DataFrame({"model": ["flat", "stable"], "seeds": [2, 2],
                           "matched similarity (1 − JS distance)": [Estimate(0.963, 0.001, 1), Estimate(0.99, 0.001, 1)],
@@ -235,7 +235,7 @@ def test_stability_at_chance_is_flagged():
 
 
 def test_the_llms_scores_on_few_topics_or_one_seed_carry_a_caution_and_its_shares_answered_are_never_bold():
-    from topicbench.tasks.report_render import render_markdown
+    from topicbench.tasks.report.render import render_markdown
 
     runs = _runs()
     runs["num_topics_used"] = 5

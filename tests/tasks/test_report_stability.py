@@ -13,10 +13,10 @@ import pytest
 from topicbench.core.output import TopicModelOutput
 from topicbench.core.topic_word import ConstantPlusSparse
 from topicbench.tasks.artifacts import write_output_artifacts
-from topicbench.tasks.report import collect_runs
-from topicbench.tasks.report_render import html_table, render_html, render_markdown
-from topicbench.tasks.report_sections import ReportData, build_report
-from topicbench.tasks.report_stability import collect_stability, model_stability, stability_tables
+from topicbench.tasks.report.store import collect_runs
+from topicbench.tasks.report.render import html_table, render_html, render_markdown
+from topicbench.tasks.report.sections import ReportData, build_report
+from topicbench.tasks.report.stability import collect_stability, model_stability, stability_tables
 
 VOCABULARY = tuple("tax budget war troops school teacher health doctor vote bill law court".split())
 EXPERIMENT = "stability-test"
@@ -116,7 +116,7 @@ def test_tables_follow_the_configs_order_and_a_report_without_findings_has_no_se
            "jensen_shannon_chance": 0.3, "top_words_mean": 0.6, "top_words_sd": np.nan,
            "top_words_share_mean": 0.5, "top_words_share_sd": np.nan, "top_words_chance": 0.01}
     table = pd.DataFrame([{"corpus": c, "model": m, **row} for c in ("c1", "c2") for m in ("a", "b")])
-    from topicbench.tasks.report_stability import StabilityFindings
+    from topicbench.tasks.report.stability import StabilityFindings
 
     tables = stability_tables(StabilityFindings(table), corpora=["c2", "c1"], models=["b", "a"])
     assert [t.title for t in tables] == ["c2", "c1"] and list(tables[0].cells.model) == ["b", "a"]

@@ -10,12 +10,12 @@ import pandas as pd
 import pytest
 
 from topicbench.core.metrics.registry import metric_for_key
-from topicbench.tasks.report_statistics import ranking_agreement, set1_table
-from topicbench.tasks.report_summary import gap_reason, k_differences, summary_table
-from topicbench.tasks.report_tables import (
+from topicbench.tasks.report.statistics import ranking_agreement, set1_table
+from topicbench.tasks.report.summary import gap_reason, k_differences, summary_table
+from topicbench.tasks.report.tables import (
     Estimate, Gap, Share, TopicWords, clear_best, metric_pivot, run_status, training_table,
 )
-from topicbench.tasks.report_topics import model_topics
+from topicbench.tasks.report.topics import model_topics
 
 
 def _runs(rows):
@@ -247,7 +247,7 @@ def _topic_records(words, shares, **facts):
 
 
 def test_topics_shown_are_counted_against_every_topic_of_the_model():
-    from topicbench.tasks.report_topics import elda_topics
+    from topicbench.tasks.report.topics import elda_topics
 
     many = [f"w{k} x{k}" for k in range(81)]
     runs = _runs([{"corpus": "c", "model": "elda", "model_class": "elda", "seed": 0,
@@ -260,7 +260,7 @@ def test_topics_shown_are_counted_against_every_topic_of_the_model():
 
 
 def test_each_shown_topic_comes_with_its_example_documents():
-    from topicbench.tasks.report_topics import topic_examples
+    from topicbench.tasks.report.topics import topic_examples
 
     examples = [[{"document": 2, "weight": 0.8, "excerpt": "game team"}],
                 [{"document": 4, "weight": 0.9, "excerpt": "tax vote bill"}, {"document": 0, "weight": 0.7, "excerpt": "tax cut"}],
@@ -277,8 +277,8 @@ def test_each_shown_topic_comes_with_its_example_documents():
 
 
 def test_topics_by_label_count_each_topics_documents_and_sum_the_topics_not_shown(monkeypatch):
-    from topicbench.tasks import report_topics
-    from topicbench.tasks.report_topics import topics_by_label
+    from topicbench.tasks.report import topics as report_topics
+    from topicbench.tasks.report.topics import topics_by_label
 
     monkeypatch.setattr(report_topics, "LABEL_COLUMNS", 2)
     by_label = [{"sport": 7, "music": 1}, {"politics": 5, "topic": 2}, {"music": 3}, {"sport": 1, "music": 4}]
@@ -296,7 +296,7 @@ def test_topics_by_label_count_each_topics_documents_and_sum_the_topics_not_show
 
 
 def test_similar_topics_are_matched_across_models_by_their_top_words():
-    from topicbench.tasks.report_topics import matched_topics
+    from topicbench.tasks.report.topics import matched_topics
 
     runs = _runs([
         {"corpus": "c", "model": "elda", "seed": 0, "topics_json": _topic_records(
@@ -339,7 +339,7 @@ def test_a_failure_that_a_later_fit_of_the_same_seed_replaced_is_not_a_failure()
 
 
 def test_at_matched_k_each_model_is_scored_on_its_k_most_prevalent_topics():
-    from topicbench.tasks.report_summary import matched_k_table
+    from topicbench.tasks.report.summary import matched_k_table
 
     def topics(npmi, shares):
         return pd.DataFrame({"npmi@10": npmi, "share": shares})

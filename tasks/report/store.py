@@ -1,32 +1,24 @@
-"""Reports from tracked runs, as a pipeline: collect (MLflow -> one run table and the benchmark's
-config, and each model's stability across seeds by :mod:`report_stability`), build (pure:
-:mod:`report_sections` from :mod:`report_tables` and :mod:`report_statistics`), write (the plots
-of :mod:`report_plots`, then Markdown and HTML from :mod:`report_render`).
+"""The report's inputs read from an MLflow tracking store: the run table (one row per fit, with
+its metrics, tags, training curve and first seed's topics), the benchmark's config and each
+topic's own scores; and the report's files logged back to the benchmark's parent run.
 
-This module holds the two ends with side effects: reading the tracking store and writing files."""
+:class:`~topicbench.tasks.report.sources.StoreSource` is the report's view of these functions."""
 
 from __future__ import annotations
 
 import json
 import logging
-import shlex
 from pathlib import Path
 
 import pandas as pd
 
-from topicbench.core.io import OutputPathError, make_output_folder, write_text_atomically
-from topicbench.core.validation import InputError
-
-from .report_interactive import interactive_plots
-from .report_plots import write_plots
-from .report_render import render_html, render_markdown
-from .report_sections import TOPIC_SCORES_SHOWN, Report, ReportData
-from .report_tables import FINISHED, failed_runs, interrupted_runs
-from .artifacts import TOPIC_DOCUMENTS, TOPIC_SCORES
-from .fit_record import score_key
-from .run_claims import FIT_ROLE, PARENT_ROLE, ROLE_TAG
-from .store_checks import TrackingError, check_tracking_uri
-from .store_filters import search_runs
+from .sections import TOPIC_SCORES_SHOWN
+from .tables import FINISHED
+from ..artifacts import TOPIC_DOCUMENTS, TOPIC_SCORES
+from ..fit_record import score_key
+from ..run_claims import FIT_ROLE, PARENT_ROLE, ROLE_TAG
+from ..store_checks import TrackingError, check_tracking_uri
+from ..store_filters import search_runs
 
 logger = logging.getLogger(__name__)
 
@@ -227,38 +219,6 @@ def collect_config(tracking_uri: str, experiment: str) -> dict | None:
         except Exception as error:  # a parent that died before logging its config: try the one before
             logger.debug("parent run %s: no config.json (%s)", parent.info.run_id, error)
     return None
-
-
-class ReportWriteError(InputError):
-    """The report's folder took no files (a full disk, a read-only mount): the runs are safe in
-    the tracking store, and the message says how to write the report elsewhere."""
-
-
-def write_report(report: Report, data: ReportData, folder) -> dict:
-    """Write the report's plots (PNG), ``report.md`` and the self-contained ``report.html`` (its
-    plots interactive) into ``folder``; returns their paths and the number of finished, failed and
-    interrupted runs.
-
-    Every file is written whole or not at all (a full disk leaves no empty ``report.md``); a
-    failed write raises :class:`ReportWriteError`."""
-    folder = Path(folder)
-    try:
-        make_output_folder(folder, "the report folder")
-        images = write_plots(report.plots(), data.runs, folder, data.models)
-        write_text_atomically(folder / "report.md", render_markdown(report, images))
-        figures = interactive_plots(report.plots(), data.runs, data.models)
-        write_text_atomically(folder / "report.html", render_html(report, images, figures))
-    except (OSError, OutputPathError) as error:  # the folder became something else while the runs ran
-        reason = getattr(error, "strerror", None) or error
-        raise ReportWriteError(
-            f"cannot write the report into {folder}: {reason}; the runs are kept in the "
-            f"tracking store: write the report elsewhere with `topicbench report --experiment {shlex.quote(data.experiment)} "
-            f"--out OTHER_FOLDER`"
-        ) from None
-    files = [str(folder / "report.md"), str(folder / "report.html"), *map(str, images.values())]
-    return {"markdown": str(folder / "report.md"), "html": str(folder / "report.html"), "files": files,
-            "finished": int(len(data.finished)), "failed": len(failed_runs(data.runs)),
-            "interrupted": len(interrupted_runs(data.runs))}
 
 
 def log_report_to_parent(tracking_uri: str, experiment: str, files) -> str | None:

@@ -1,5 +1,5 @@
 """The HTML report's interactive plots: Plotly figures of the same data as the PNG plots
-(:mod:`~topicbench.tasks.report_plots`), in the same colour and marker per model, each with a
+(:mod:`~topicbench.tasks.report.plots`), in the same colour and marker per model, each with a
 title and labelled axes. Hovering reads a value off a curve, clicking a legend entry hides a
 model (so one far-off model no longer squashes the others), dragging zooms.
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from . import report_plots as static
+from . import plots as static
 
 #: matplotlib marker -> Plotly marker symbol, so a model has the same shape on the page and in the PNG.
 SYMBOLS = {"o": "circle", "s": "square", "^": "triangle-up", "D": "diamond", "v": "triangle-down", "P": "cross",
@@ -58,7 +58,7 @@ def _coherence_traces(figure, done: pd.DataFrame, styles: dict, key: str, column
 
 
 def _fit_outliers(figure, curves: dict, column: int, title: str) -> bool:
-    """The y-axis fitted to the models that are not outliers (:func:`report_plots.clipped_axis`:
+    """The y-axis fitted to the models that are not outliers (:func:`.plots.clipped_axis`:
     one model far off would squash the others); the panel's title names them, with their
     values, and a double click shows everything. Whether it clipped."""
     clipped = static.clipped_axis(curves)
@@ -75,7 +75,7 @@ def _fit_outliers(figure, curves: dict, column: int, title: str) -> bool:
 
 
 def coherence_figure(runs: pd.DataFrame, styles: dict, *, corpus: str, measures):
-    """:func:`report_plots.coherence_figure` as an interactive figure: a panel per measure, the
+    """:func:`.plots.coherence_figure` as an interactive figure: a panel per measure, the
     mean over seeds against N per model with a ± sd band."""
     from plotly.subplots import make_subplots
 
@@ -99,7 +99,7 @@ def coherence_figure(runs: pd.DataFrame, styles: dict, *, corpus: str, measures)
 
 
 def training_figure(runs: pd.DataFrame, styles: dict, *, corpus: str):
-    """:func:`report_plots.training_figure` as an interactive figure: a panel per iterative model,
+    """:func:`.plots.training_figure` as an interactive figure: a panel per iterative model,
     its training loss against epochs (or sweeps), one line style per seed."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
@@ -132,7 +132,7 @@ def training_figure(runs: pd.DataFrame, styles: dict, *, corpus: str):
 
 
 def fit_time_figure(runs: pd.DataFrame, styles: dict, *, corpora):
-    """:func:`report_plots.fit_time_figure` as an interactive figure: a panel per corpus, a row
+    """:func:`.plots.fit_time_figure` as an interactive figure: a panel per corpus, a row
     per model, each seed's fit time as a small marker and the mean as a large one, on a log axis
     ticked in seconds, minutes and hours."""
     import plotly.graph_objects as go
@@ -167,7 +167,7 @@ def fit_time_figure(runs: pd.DataFrame, styles: dict, *, corpora):
 
 
 def _time_axis(seconds: pd.Series) -> dict:
-    """A log axis over ``seconds`` ticked at round durations (:func:`report_plots.duration_label`)."""
+    """A log axis over ``seconds`` ticked at round durations (:func:`.plots.duration_label`)."""
     low, high, ticks = static.time_ticks(seconds)
     return {"type": "log", "range": [np.log10(low), np.log10(high)], "tickvals": ticks,
             "ticktext": [static.duration_label(value) for value in ticks]}

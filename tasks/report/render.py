@@ -11,7 +11,7 @@ each cell's rank as a circled number in both, and in HTML also as a background t
 from blue (rank 1) to white (last): one hue and a falling lightness, read alike by colour-blind
 readers and in greyscale print (:func:`rank_colour`).
 Every section heading has an anchor, and a list of links to them follows the opening sections.
-Text is written by :mod:`topicbench.tasks.report_text`: what a user named is shown as given, in
+Text is written by :mod:`topicbench.tasks.report.text`: what a user named is shown as given, in
 both outputs, never read as Markdown or HTML.
 """
 
@@ -26,12 +26,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from .report_interactive import plotly_script
-from .report_sections import Plot, Report, Section
-from .report_statistics import Flip
-from .report_summary import footnote_mark
-from .report_tables import Estimate, Gap, ReportTable, Share, TopicWords
-from .report_text import display_text, markdown_paragraph, markdown_text, to_html, to_markdown
+from .interactive import plotly_script
+from .sections import Plot, Report, Section
+from .statistics import Flip
+from .summary import footnote_mark
+from .tables import Estimate, Gap, ReportTable, Share, TopicWords
+from .text import display_text, markdown_paragraph, markdown_text, to_html, to_markdown
 
 MISSING = "–"
 #: Significant digits of every number shown (an sd: two).

@@ -1,8 +1,8 @@
 """The report's statistics: paired tests across seeds (Experiment Set 1) and how far the ranking
 of models under one metric agrees with another (Kendall's tau and the pairs that flip).
 
-Pure functions of the run table of :func:`topicbench.tasks.report.collect_runs`, returning
-:class:`~topicbench.tasks.report_tables.ReportTable` of numbers.
+Pure functions of the run table of :func:`topicbench.tasks.report.store.collect_runs`, returning
+:class:`~topicbench.tasks.report.tables.ReportTable` of numbers.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import pandas as pd
 
 from topicbench.core.metrics.stats import paired_test
 
-from .report_summary import gap_reason
-from .report_tables import ReportTable, Share, best_rows, estimate, finished_runs, higher_is_better
+from .summary import gap_reason
+from .tables import ReportTable, Share, best_rows, estimate, finished_runs, higher_is_better
 
 #: Set 1's three log posteriors (spec §4): the LDA's own assignment, E-LDA on its topics, RandK.
 SET1_COLUMNS = (

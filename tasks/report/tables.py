@@ -1,10 +1,10 @@
 """The report's tables as numbers: summaries across seeds, pivoted the way readers compare them.
 
-Every function here is pure. It takes the run table of :func:`topicbench.tasks.report.collect_runs`
+Every function here is pure. It takes the run table of :func:`topicbench.tasks.report.store.collect_runs`
 (one row per tracked run: ``corpus``, ``model``, ``seed``, ``status`` and one column per score key,
 e.g. ``umass@10``) and returns a :class:`ReportTable` whose cells are numbers (:class:`Estimate`,
 :class:`Share`, floats, ints) or words. Numbers become text only in
-:mod:`topicbench.tasks.report_render`; the best value of a column is chosen here, from the metric's
+:mod:`topicbench.tasks.report.render`; the best value of a column is chosen here, from the metric's
 own direction (``higher_is_better`` in the metrics registry).
 """
 
@@ -64,7 +64,7 @@ class Share:
 class Gap:
     """A value a table would show and does not have, and why (``reason``: the run failed, the
     metric does not apply to the model, ...); shown as a dash with footnote ``mark``, the reason
-    under its table (:func:`~topicbench.tasks.report_summary.mark_gaps`)."""
+    under its table (:func:`~topicbench.tasks.report.summary.mark_gaps`)."""
 
     reason: str
     mark: int = 0
@@ -96,7 +96,7 @@ class ReportTable:
         Column -> format string (``"{:.3f}"``) or callable, for columns not shown the default way.
     note : str or Markdown
         A line under the table (what is marked and why): plain text, or a
-        :class:`~topicbench.tasks.report_text.Markdown` paragraph.
+        :class:`~topicbench.tasks.report.text.Markdown` paragraph.
     title : str
         A caption over the table, where a section holds several.
     ranks : mapping

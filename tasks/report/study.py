@@ -8,7 +8,7 @@ Every ± says what it is: a table's ``mean ± sd`` columns carry the seeds' stan
 standard error is always written ``se``.
 
 Built from the search's outcome (:func:`topicbench.flows.search.summarise`) into the report
-blocks the benchmark report uses (:mod:`.report_sections`), rendered by the same functions.
+blocks the benchmark report uses (:mod:`.sections`), rendered by the same functions.
 """
 
 from __future__ import annotations
@@ -24,13 +24,13 @@ from topicbench.core.io import OutputPathError, file_name_for, make_output_folde
 from topicbench.core.search_space import NUM_TOPICS, point_text
 from topicbench.core.selection import pareto_front
 
-from .report import ReportWriteError
-from .report_interactive import interactive_plots
-from .report_plots import write_plots
-from .report_render import render_html, render_markdown
-from .report_sections import Plot, Report, Section
-from .report_tables import Estimate, ReportTable
-from .report_text import Code, Markdown, Text
+from .write import ReportWriteError
+from .interactive import interactive_plots
+from .plots import write_plots
+from .render import render_html, render_markdown
+from .sections import Plot, Report, Section
+from .tables import Estimate, ReportTable
+from .text import Code, Markdown, Text
 
 CHOSEN_CONFIG = "chosen.yaml"
 
@@ -164,7 +164,7 @@ def _objective_label(objective) -> str:
 
 
 def _curves_figure(choices, objectives):
-    from .report_plots import COLOURS, MARKERS, _pyplot
+    from .plots import COLOURS, MARKERS, _pyplot
 
     plt = _pyplot()
     drawable = [c for c in choices if any(t["state"] == "COMPLETE" for t in c.trials)]
@@ -200,8 +200,8 @@ def _curves_interactive(choices, objectives, corpus: str):
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    from .report_interactive import SYMBOLS, figure_layout
-    from .report_plots import COLOURS, MARKERS
+    from .interactive import SYMBOLS, figure_layout
+    from .plots import COLOURS, MARKERS
 
     drawable = [c for c in choices if any(t["state"] == "COMPLETE" for t in c.trials)]
     if not drawable:

@@ -4,7 +4,7 @@ Three steps, each its own function: read every (corpus, model)'s seed runs back 
 artifacts (``output/``, one model at a time, into a temporary folder removed after that model),
 score them with :mod:`topicbench.core.metrics.stability` (pure: :func:`model_stability`), and set the
 numbers out as one table per corpus (pure: :func:`stability_tables`), rendered like every other
-table by :mod:`topicbench.tasks.report_render`.
+table by :mod:`topicbench.tasks.report.render`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from topicbench.core.validation import InputError
 
-from .report_tables import Estimate, ReportTable, finished_runs, pair_order
+from .tables import Estimate, ReportTable, finished_runs, pair_order
 
 logger = logging.getLogger(__name__)
 
@@ -111,7 +111,7 @@ def read_topic_word(folder) -> tuple:
 
 def collect_stability(tracking_uri: str, runs: pd.DataFrame, measures=STABILITY_MEASURES) -> StabilityFindings:
     """Score the stability of every (corpus, model) of the run table (of
-    :func:`topicbench.tasks.report.collect_runs`) with two or more finished seeds, reading their
+    :func:`topicbench.tasks.report.store.collect_runs`) with two or more finished seeds, reading their
     outputs from the tracking store one model at a time. A run that cannot be read is named in
     the findings, never an error: the report renders without it."""
     from mlflow.tracking import MlflowClient

@@ -1,19 +1,19 @@
 """The summary and every score asked for, made for a verdict a reader can trust.
 
-Pure functions of the run table of :func:`topicbench.tasks.report.collect_runs` (and of the
-report's data, :class:`~topicbench.tasks.report_sections.ReportData`, for the paragraphs):
+Pure functions of the run table of :func:`topicbench.tasks.report.store.collect_runs` (and of the
+report's data, :class:`~topicbench.tasks.report.sections.ReportData`, for the paragraphs):
 
 - the summary's table (:func:`summary_table`): beside each model's scores its K (the topics it
   used) and the seeds its cells rest on; where models differ in K by more than
   :data:`K_FACTOR` times a caution (:func:`k_cautions`) and the comparison at matched K
   (:func:`matched_k_table`: each model's K most prevalent topics, K the fewest among them);
 - every other requested score, a table each (:func:`score_table`), with its direction;
-- a reason for every missing value (:class:`~topicbench.tasks.report_tables.Gap`,
+- a reason for every missing value (:class:`~topicbench.tasks.report.tables.Gap`,
   :func:`gap_reason`), numbered as a footnote under its table (:func:`mark_gaps`);
 - the cautions on small samples and chance: LLM scores on few topics or one seed
   (:func:`judged_sample_caution`), a stability at chance (:func:`with_chance_flags`).
 
-Bold follows one rule everywhere (:func:`~topicbench.tasks.report_tables.clear_best`).
+Bold follows one rule everywhere (:func:`~topicbench.tasks.report.tables.clear_best`).
 """
 
 from __future__ import annotations
@@ -27,12 +27,12 @@ import pandas as pd
 from topicbench.core.metrics.registry import METRICS, metric_for_key
 from topicbench.core.validation import InputError
 
-from .report_tables import (
+from .tables import (
     NOISE_RULE, RUNNING, Estimate, Gap, ReportTable, any_scored_smaller, clear_best, estimate, failed_runs,
     finished_runs, higher_is_better, interrupted_runs, metric_estimates, metric_pivot, ranked_means, ranks_of,
     scored_sizes,
 )
-from .report_text import Markdown, Text
+from .text import Markdown, Text
 
 
 #: The column of each run's number of topics (K) the fit used: E-LDA and BERTopic choose theirs.
@@ -48,8 +48,8 @@ def summary_table(runs: pd.DataFrame, keys, *, models, corpora, expected: int | 
     seeds) and the seeds its cells rest on, then one column per (score key, corpus), each cell
     the mean over seeds, ranked within its column by the metric's direction (values scored at a
     smaller N take no part) and bold only where it stands out of the seeds' noise
-    (:func:`~topicbench.tasks.report_tables.clear_best`). A cell without a value says why
-    (:class:`~topicbench.tasks.report_tables.Gap`, :func:`gap_reason`).
+    (:func:`~topicbench.tasks.report.tables.clear_best`). A cell without a value says why
+    (:class:`~topicbench.tasks.report.tables.Gap`, :func:`gap_reason`).
     ``keys`` are (score key, title) pairs, e.g. ``("umass@10", "UMass@10")``; ``model_metrics``
     maps a model to the metrics asked of it, where the config restricts them."""
     estimates = {key: metric_estimates(runs, key, expected) for key, _ in keys}
@@ -79,7 +79,7 @@ def summary_table(runs: pd.DataFrame, keys, *, models, corpora, expected: int | 
 
 def _add_ranked_column(columns: dict, groups: dict, ranks: dict, best: set, group: tuple, values: list, key: str) -> None:
     """Add the column ``"title · corpus"`` of ``values`` (one per model) with its ranks and its
-    clear best (:func:`~topicbench.tasks.report_tables.clear_best`), by ``key``'s direction."""
+    clear best (:func:`~topicbench.tasks.report.tables.clear_best`), by ``key``'s direction."""
     column = f"{group[0]} · {group[1]}"
     columns[column], groups[column] = values, group
     for row, rank in ranks_of(ranked_means(values), higher_is_better(key)).items():
@@ -95,7 +95,7 @@ def matched_k_table(topic_scores: Mapping, keys, *, models, corpora) -> ReportTa
     ``topic_scores`` maps (corpus, model, seed) to a frame with a row per topic: its ``share`` of
     the documents and a column per score key (``npmi@10``: the topic's own score); ``keys`` are
     (score key, title) pairs of metrics that average over topics (coherence; not diversity, a
-    property of the whole set). A model without per-topic scores gets a :class:`~topicbench.tasks.report_tables.Gap`."""
+    property of the whole set). A model without per-topic scores gets a :class:`~topicbench.tasks.report.tables.Gap`."""
     columns, groups, ranks, best = {}, {}, {}, set()
     for corpus in corpora:
         frames = {(model, seed): frame for (c, model, seed), frame in topic_scores.items() if c == corpus}
@@ -180,7 +180,7 @@ def footnote_mark(mark: int) -> str:
 
 
 def mark_gaps(cells: pd.DataFrame) -> tuple[pd.DataFrame, str]:
-    """``cells`` with each :class:`~topicbench.tasks.report_tables.Gap` numbered by its reason (row
+    """``cells`` with each :class:`~topicbench.tasks.report.tables.Gap` numbered by its reason (row
     by row, the first reason ¹), and the footnotes that say each reason once (empty where there
     is no gap), to end a note."""
     marks: dict = {}
@@ -252,8 +252,8 @@ def _first_line(text) -> str:
 
 def score_table(runs: pd.DataFrame, key: str, *, models, corpora, expected: int | None = None,
                 model_metrics: Mapping | None = None) -> ReportTable:
-    """:func:`~topicbench.tasks.report_tables.metric_pivot` of a requested score with a row for
-    every model that has runs, each value it lacks a :class:`~topicbench.tasks.report_tables.Gap`
+    """:func:`~topicbench.tasks.report.tables.metric_pivot` of a requested score with a row for
+    every model that has runs, each value it lacks a :class:`~topicbench.tasks.report.tables.Gap`
     with its reason (:func:`gap_reason`), said under the table."""
     table = metric_pivot(runs, key, models=models, corpora=corpora, expected=expected)
     present = [model for model in models if (runs.model == model).any()]

@@ -4,7 +4,7 @@ data to a :class:`Section` of paragraphs, tables (numbers) and plot requests.
 A config names the sections to show (``BenchmarkConfig.report_sections``; default
 :data:`DEFAULT_REPORT_SECTIONS`); a benchmark with sections of its own (the paper's) registers
 them in :data:`REPORT_SECTIONS` and lists them in its config. Nothing here writes a file: plots
-are drawn by :mod:`topicbench.tasks.report_plots`, text by :mod:`topicbench.tasks.report_render`.
+are drawn by :mod:`topicbench.tasks.report.plots`, text by :mod:`topicbench.tasks.report.render`.
 """
 
 from __future__ import annotations
@@ -20,21 +20,21 @@ from topicbench.core.io import file_name_for
 from topicbench.core.metrics.registry import METRICS
 from topicbench.core.registry import Registry
 
-from . import report_interactive as interactive
-from . import report_plots as plots
-from .report_stability import StabilityFindings, stability_remarks, stability_tables
-from .report_statistics import ranking_agreement, set1_table
-from .artifacts import EXCERPT_CHARS
-from .report_tables import (
+from . import interactive as interactive
+from . import plots as plots
+from .stability import StabilityFindings, stability_remarks, stability_tables
+from .statistics import ranking_agreement, set1_table
+from ..artifacts import EXCERPT_CHARS
+from .tables import (
     FINISHED, ReportTable, changed_settings_table, failed_runs, interrupted_runs, higher_is_better, metric_pivot,
     pair_order, run_status, training_table,
 )
-from .report_topics import elda_topics, matched_topics, model_topics, topic_examples, topics_by_label
-from .report_summary import (
+from .topics import elda_topics, matched_topics, model_topics, topic_examples, topics_by_label
+from .summary import (
     direction_words, judged_sample_caution, k_cautions, matched_k_table, metric_name, model_metrics, requested_keys,
     requested_metrics, score_table, summary_table, with_chance_flags,
 )
-from .report_text import Code, Markdown, Text
+from .text import Code, Markdown, Text
 
 #: Section builders by name: ``builder(data: ReportData) -> Section | None`` (None: nothing to show).
 REPORT_SECTIONS = Registry("report section")
@@ -62,9 +62,9 @@ TOPIC_SCORES_SHOWN = ((f"npmi@{TABLE_N}", "NPMI"), ("llm_rating", "LLM rating"))
 @dataclass(frozen=True)
 class Plot:
     """A figure a section shows: ``draw(runs, styles)`` returns a matplotlib figure (or None when
-    there is nothing to draw), written to ``file_name`` by :func:`report_plots.write_plots`;
+    there is nothing to draw), written to ``file_name`` by :func:`.plots.write_plots`;
     ``interactive(runs, styles)``, when given, the same data as a Plotly figure, which the HTML
-    page shows instead of the image (:mod:`~topicbench.tasks.report_interactive`)."""
+    page shows instead of the image (:mod:`~topicbench.tasks.report.interactive`)."""
 
     file_name: str
     alt: str
@@ -78,8 +78,8 @@ class Section:
     an ``opening`` section (the summary) is shown above the table of contents.
 
     Every text of a report (titles, paragraphs, cells, notes) is plain text, shown as given; a
-    paragraph with Markdown of its own is a :class:`~topicbench.tasks.report_text.Markdown`,
-    whose user text is marked (:mod:`~topicbench.tasks.report_text`)."""
+    paragraph with Markdown of its own is a :class:`~topicbench.tasks.report.text.Markdown`,
+    whose user text is marked (:mod:`~topicbench.tasks.report.text`)."""
 
     title: str
     blocks: tuple = ()
@@ -105,7 +105,7 @@ class ReportData:
     Attributes
     ----------
     runs : pandas.DataFrame
-        The run table of :func:`topicbench.tasks.report.collect_runs`.
+        The run table of :func:`topicbench.tasks.report.store.collect_runs`.
     experiment, command : str
         The MLflow experiment, and the command that regenerates the report.
     config : dict or None
@@ -118,10 +118,10 @@ class ReportData:
         (:func:`topicbench.flows.judge.latest_calibration`), None when there is none.
     stability : StabilityFindings or None
         Each model's stability across seeds, read from the runs' outputs
-        (:func:`topicbench.tasks.report_stability.collect_stability`); None when not collected.
+        (:func:`topicbench.tasks.report.stability.collect_stability`); None when not collected.
     topic_scores : dict or None
         (corpus, model, seed) -> each topic's share of the documents and own scores
-        (:func:`topicbench.tasks.report.collect_topic_scores`), read for the corpora where the
+        (:func:`topicbench.tasks.report.store.collect_topic_scores`), read for the corpora where the
         models differ in K, for the summary's comparison at matched K; None when not collected.
     """
 
@@ -226,7 +226,7 @@ def summary_keys(data: ReportData) -> list[tuple]:
 def summary_section(data: ReportData) -> Section | None:
     """Who wins where, in one table: every model's K and seeds, and its mean under each main
     metric on each corpus (a missing value with its reason); above it, a caution where the models
-    side by side differ in K by more than :data:`~topicbench.tasks.report_summary.K_FACTOR` times."""
+    side by side differ in K by more than :data:`~topicbench.tasks.report.summary.K_FACTOR` times."""
     table = summary_table(data.runs, summary_keys(data), models=data.models, corpora=data.corpora,
                           expected=len(data.seeds), model_metrics=model_metrics(data))
     if table.empty or not any(table.column_groups.get(column, ("",))[0] not in ("K (topics used)", "seeds")
@@ -289,7 +289,7 @@ def set1_section(data: ReportData) -> Section | None:
 def pivots(data: ReportData, columns, keep_empty: bool = False) -> list:
     """For each (score key or column, title): its models x corpora table, titled (the empty ones
     dropped, unless ``keep_empty``); a metric's table has a row for every model, a value it lacks
-    a footnote with the reason (:func:`~topicbench.tasks.report_summary.score_table`)."""
+    a footnote with the reason (:func:`~topicbench.tasks.report.summary.score_table`)."""
     shown = dict(models=data.models, corpora=data.corpora, expected=len(data.seeds))
     tables = []
     for key, title in columns:
