@@ -55,6 +55,9 @@ class TopicModel(abc.ABC):
     ----------
     name : str
         Registry name.
+    family : str
+        The kind of model, in words (``models list`` shows it): "probabilistic (LDA)", "matrix
+        factorisation", "neural (VAE)", "embedding clustering", ...
     defaults : dict
         Every setting with its default value.
     settings : dict
@@ -83,6 +86,7 @@ class TopicModel(abc.ABC):
     """
 
     name: str = ""
+    family: str = ""
     defaults: dict = {}
     reproducible: bool = True
     supports_transform: bool = False

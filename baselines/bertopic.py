@@ -62,6 +62,7 @@ class BERTopicModel(TopicModel):
     """
 
     name = "bertopic"
+    family = "embedding clustering (UMAP + HDBSCAN, c-TF-IDF words)"
     defaults = {
         "min_topic_size": 10,
         "umap_neighbors": 15,

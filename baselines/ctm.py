@@ -44,6 +44,7 @@ class CTM(ProdLDA):
     """
 
     name = "ctm"
+    family = "neural (VAE with document embeddings)"
     defaults = {
         **ProdLDA.defaults,
         "variant": "combined",

@@ -79,6 +79,7 @@ class ETM(TopicModel):
     """
 
     name = "etm"
+    family = "neural (VAE with word embeddings)"
     defaults = {
         "word_embeddings": "trained",
         "embedding_size": 300,

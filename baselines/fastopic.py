@@ -101,6 +101,7 @@ class FASTopic(TopicModel):
     """
 
     name = "fastopic"
+    family = "embedding (optimal transport)"
     defaults = {
         "epochs": 200,
         "learning_rate": 0.002,

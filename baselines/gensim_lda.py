@@ -50,6 +50,7 @@ class GensimLDA(TopicModel):
     """
 
     name = "gensim_lda"
+    family = "probabilistic (LDA, variational)"
     assigns_token_topics = True
     defaults = {
         "alpha": 0.1,

@@ -72,6 +72,7 @@ class GibbsLDA(TopicModel):
     """
 
     name = "gibbs_lda"
+    family = "probabilistic (LDA, Gibbs sampling)"
     assigns_token_topics = True
     defaults = {
         "alpha": 1.0,
@@ -193,8 +194,9 @@ def _record_progress(curve: dict, model, iteration: int, total: int, on_progress
     return True
 
 
-def _token_topics(model, corpus: Corpus) -> np.ndarray:
-    """The sampler's final topic of every token, in the corpus's token order.
+def _token_topics(model, corpus: Corpus, name: str = "gibbs_lda") -> np.ndarray:
+    """The sampler's final topic of every token, in the corpus's token order (``name``: the
+    model, for the messages; tomotopy's HDP keeps its documents the same way).
 
     tomotopy keeps each document's words in the order they were added; the check below makes
     sure (a different order would silently misalign assignments and tokens).
@@ -202,12 +204,12 @@ def _token_topics(model, corpus: Corpus) -> np.ndarray:
     word_ids = np.array([corpus.word_index[word] for word in model.vocabs], dtype=np.int64)
     token_topics = np.empty(corpus.n_tokens, dtype=np.int64)
     if len(model.docs) != corpus.n_documents:
-        raise ModelError(f"gibbs_lda: tomotopy kept {len(model.docs)} of {corpus.n_documents} documents")
+        raise ModelError(f"{name}: tomotopy kept {len(model.docs)} of {corpus.n_documents} documents")
     for d, document in enumerate(model.docs):
         start, stop = corpus.doc_offsets[d], corpus.doc_offsets[d + 1]
         words = word_ids[np.asarray(document.words, dtype=np.int64)]
         if not np.array_equal(words, corpus.token_ids[start:stop]):
-            raise ModelError(f"gibbs_lda: tomotopy's document {d} does not hold the corpus's tokens in order")
+            raise ModelError(f"{name}: tomotopy's document {d} does not hold the corpus's tokens in order")
         token_topics[start:stop] = np.asarray(document.topics, dtype=np.int64)
     return token_topics
 

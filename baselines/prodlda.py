@@ -70,6 +70,7 @@ class ProdLDA(TopicModel):
     """
 
     name = "prodlda"
+    family = "neural (VAE)"
     defaults = {
         "epochs": 100,
         "batch_size": 64,

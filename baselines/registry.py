@@ -27,6 +27,13 @@ BUILTIN_MODELS = {
     "etm": "topicbench.baselines.etm:ETM",
     "bertopic": "topicbench.baselines.bertopic:BERTopicModel",
     "fastopic": "topicbench.baselines.fastopic:FASTopic",
+    "nmf": "topicbench.baselines.nmf:NMF",
+    "lsi": "topicbench.baselines.lsi:LSI",
+    "hdp": "topicbench.baselines.hdp:HDP",
+    "keynmf": "topicbench.baselines.turftopic_models:KeyNMF",
+    "s3": "topicbench.baselines.turftopic_models:S3",
+    "gmm": "topicbench.baselines.turftopic_models:GMM",
+    "topicgpt": "topicbench.baselines.topicgpt:TopicGPT",
 }
 
 

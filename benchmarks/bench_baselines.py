@@ -6,8 +6,9 @@ own and a failure or time-out leaves the other runs alone. The defaults are the 
 (Gibbs, Gibbs-Sparse, Gibbs-Bayes). BERTopic is run without K, as in the paper (HDBSCAN decides).
 
 The sentence embeddings of the documents (all-MiniLM-L6-v2) are computed once, first, and timed
-on their own row; BERTopic, CTM and FASTopic then read them from the cache, so their rows are
-the fit proper.
+on their own row; BERTopic, CTM, FASTopic, KeyNMF, S³ and GMM then read them from the cache, so
+their rows are the fit proper. So are the vocabulary's word embeddings, which KeyNMF and S³ read.
+HDP, like BERTopic and E-LDA, chooses its own number of topics (its row says how many).
 
     nice -n 10 .venv/bin/python benchmarks/bench_baselines.py                      # congress, every model
     nice -n 10 .venv/bin/python benchmarks/bench_baselines.py --runs gibbs gensim_lda --num-topics 50
@@ -41,9 +42,19 @@ RUNS = {
     "bertopic": ("bertopic", {}),
     "fastopic": ("fastopic", {}),
     "elda": ("elda", {}),
+    "nmf": ("nmf", {}),
+    "lsi": ("lsi", {}),
+    "hdp": ("hdp", {}),
+    "keynmf": ("keynmf", {}),
+    "s3": ("s3", {}),
+    "gmm": ("gmm", {}),
 }
 #: Models that read the document embeddings.
-EMBEDDING_MODELS = {"ctm", "bertopic", "fastopic"}
+EMBEDDING_MODELS = {"ctm", "bertopic", "fastopic", "keynmf", "s3", "gmm"}
+#: Models that read the vocabulary's word embeddings (turftopic's KeyNMF and S³, from the cache).
+WORD_EMBEDDING_MODELS = {"keynmf", "s3"}
+#: Models that choose their number of topics (run without K).
+NO_K_MODELS = {"bertopic", "elda", "hdp"}
 
 
 def load(corpus: str):
@@ -66,6 +77,16 @@ def child_embed(corpus_name: str) -> dict:
     return {"seconds": time.perf_counter() - started, "detail": f"{vectors.shape[0]} x {vectors.shape[1]}"}
 
 
+def child_embed_words(corpus_name: str) -> dict:
+    """Compute (and cache) the vocabulary's word embeddings; report the time."""
+    from topicbench.baselines.embeddings import word_vectors
+
+    corpus = load(corpus_name)
+    started = time.perf_counter()
+    vectors = word_vectors(corpus.vocabulary)
+    return {"seconds": time.perf_counter() - started, "detail": f"{vectors.shape[0]} x {vectors.shape[1]} (0 s when cached)"}
+
+
 def child_fit(corpus_name: str, run: str, num_topics: int, seed: int, extra_settings: dict) -> dict:
     """Fit one run; report fit seconds, peak memory and a few resolved settings."""
     from topicbench.baselines.registry import MODELS
@@ -73,7 +94,7 @@ def child_fit(corpus_name: str, run: str, num_topics: int, seed: int, extra_sett
     corpus = load(corpus_name)
     model_name, settings = RUNS[run]
     settings = {**settings, **extra_settings.get(model_name, {})}
-    chosen_k = None if model_name in ("bertopic", "elda") else num_topics
+    chosen_k = None if model_name in NO_K_MODELS else num_topics
     model = MODELS.get(model_name)(chosen_k, random_state=seed, **settings).fit(corpus)
     output = model.output_
     detail = f"{output.n_topics} topics"
@@ -138,6 +159,8 @@ def main(argv=None) -> int:
         kind, *rest = args.child
         if kind == "embed":
             result = child_embed(rest[0])
+        elif kind == "embed_words":
+            result = child_embed_words(rest[0])
         else:
             result = child_fit(rest[0], rest[1], int(rest[2]), int(rest[3]), json.loads(rest[4]))
         print(json.dumps(result))
@@ -151,6 +174,9 @@ def main(argv=None) -> int:
     if EMBEDDING_MODELS & {RUNS[run][0] for run in runs}:
         results["document embeddings"] = run_child(["embed", args.corpus], args.timeout)
         _print_row("document embeddings", results["document embeddings"])
+    if WORD_EMBEDDING_MODELS & {RUNS[run][0] for run in runs}:
+        results["word embeddings"] = run_child(["embed_words", args.corpus], args.timeout)
+        _print_row("word embeddings", results["word embeddings"])
     for run in runs:
         results[run] = run_child(
             ["fit", args.corpus, run, str(args.num_topics), str(args.seed), json.dumps(extra_settings)], args.timeout

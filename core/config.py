@@ -56,6 +56,10 @@ CV_GAMMA = 1
 #: The grid of top-N words scored by default (spec §4, Experiment Set 2: N = 5, 10, ..., 25).
 COHERENCE_TOP_N = (5, 10, 15, 20, 25)
 
+#: A topic is scored over the top words the reference has (its other top words out of the
+#: reference) only where at least this many are left: every measure confirms word pairs.
+IN_REFERENCE_MIN_WORDS = 2
+
 #: Co-occurrence counts are kept as a dense |W| x |W| int64 matrix up to this many words W
 #: (8 * 4096^2 bytes = 128 MiB); above it only the word pairs that share a topic are counted.
 DENSE_COUNTS_MAX_WORDS = 4096
@@ -87,3 +91,12 @@ LABEL_TEST_FRACTION = 0.25
 #: document-topic features (scikit-learn defaults for C; enough iterations to converge).
 LABEL_CLASSIFIER_C = 1.0
 LABEL_CLASSIFIER_MAX_ITER = 2000
+
+#: Document-level LLM judging (core/metrics/llm_documents.py): where the endpoint has no
+#: tokenizer to ask, a text's tokens are estimated at one per this many characters (OpenAI's rule
+#: of thumb for English under BPE tokenizers).
+LLM_CHARS_PER_TOKEN = 4.0
+
+#: Bradley-Terry's L2 penalty on the strengths, which keeps a document that won every comparison
+#: finite (choix's fallback in ProxAnn's code: ``ilsr_pairwise(..., alpha=0.001)``).
+BRADLEY_TERRY_ALPHA = 1e-3

@@ -48,6 +48,12 @@ class Corpus:
         The preprocessing settings that produced the tokens (recorded with every result).
     dropped_documents : tuple of int
         Input line numbers (0-based) of documents dropped because no word was left.
+    raw_texts : tuple of str or None
+        Each document's text as read, where it differs from its tokens (a corpus tokenised here);
+        None for a corpus given as tokens (``preprocessed``), whose text is its tokens joined
+        (:meth:`document_text`). About the input's size in memory; read by the metrics that show
+        documents to a judge (``llm_fit``, ``llm_rank``). Not part of :meth:`fingerprint`: the
+        tokens are what a model reads.
     """
 
     vocabulary: tuple
@@ -59,6 +65,11 @@ class Corpus:
     source: str = ""
     preprocessing: dict = field(default_factory=dict)
     dropped_documents: tuple = ()
+    raw_texts: tuple | None = None
+
+    def __post_init__(self):
+        if self.raw_texts is not None and len(self.raw_texts) != self.n_documents:
+            raise InputError(f"corpus {self.name!r}: {len(self.raw_texts)} raw texts for {self.n_documents} documents")
 
     @property
     def n_documents(self) -> int:
@@ -107,6 +118,13 @@ class Corpus:
         """Token ids of document d."""
         return self.token_ids[self.doc_offsets[d] : self.doc_offsets[d + 1]]
 
+    def document_text(self, d: int) -> str:
+        """Document d's text as read (:attr:`raw_texts`), or else its tokens joined by spaces."""
+        if self.raw_texts is not None:
+            return self.raw_texts[d]
+        vocab = self.vocabulary
+        return " ".join(vocab[t] for t in self.document(d))
+
     def texts(self) -> list[list[str]]:
         """Documents as lists of word strings (the form gensim and most baselines take)."""
         vocab = self.vocabulary
@@ -151,6 +169,7 @@ class Corpus:
             name=name or self.name,
             source=self.source,
             preprocessing=self.preprocessing,
+            raw_texts=pick(self.raw_texts),
         )
 
     def split(self, partition: str) -> "Corpus":

@@ -125,6 +125,7 @@ def preprocess(
     that counts them; their input positions are kept in ``Corpus.dropped_documents``.
     """
     config = config or PreprocessConfig()
+    texts = list(texts)
     documents = [tokenize(text, config) for text in texts]
     return build_corpus(
         documents,
@@ -134,6 +135,8 @@ def preprocess(
         labels=labels,
         name=name,
         source=source,
+        # preprocessed texts are their tokens: Corpus.document_text joins them, nothing is kept twice
+        raw_texts=None if config.preprocessed else texts,
     )
 
 
@@ -146,12 +149,14 @@ def build_corpus(
     labels=None,
     name: str = "corpus",
     source: str = "",
+    raw_texts=None,
 ) -> Corpus:
-    """Token lists -> :class:`Corpus` (vocabulary, frequency pruning, empty-document removal)."""
+    """Token lists -> :class:`Corpus` (vocabulary, frequency pruning, empty-document removal);
+    ``raw_texts``, each document's text as read, are kept for the documents kept."""
     config = config or PreprocessConfig(preprocessed=True)
     if len(documents) == 0:
         raise InputError(f"corpus {name!r} is empty: it has no documents")
-    for values, what in ((partitions, "partitions"), (labels, "labels")):
+    for values, what in ((partitions, "partitions"), (labels, "labels"), (raw_texts, "raw_texts")):
         if values is not None and len(values) != len(documents):
             raise InputError(f"{what} has {len(values)} entries for {len(documents)} documents")
 
@@ -191,6 +196,7 @@ def build_corpus(
         source=source,
         preprocessing=config.to_dict(),
         dropped_documents=dropped,
+        raw_texts=None if raw_texts is None else tuple(str(raw_texts[d]) for d in keep),
     )
 
 

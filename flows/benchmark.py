@@ -81,8 +81,8 @@ class Job:
 
     @property
     def llm(self):
-        """(endpoint, judge settings) when this run's metrics ask an LLM, else None."""
-        asking = set(self.metrics) & set(self.config.llm_metrics())
+        """(endpoint, judge settings) when this run's metrics or its model (TopicGPT) ask an LLM, else None."""
+        asking = set(self.metrics) & set(self.config.llm_metrics()) or getattr(MODELS.get(self.model.model), "asks_llm", False)
         return self.config.llm_settings() if asking else None
 
     @property

@@ -4,7 +4,8 @@ Each command group lives in its own module, which adds its sub-commands to the p
 their bodies: ``elda`` and ``compile`` in :mod:`.cli_elda`; ``run``, ``serve``, ``report`` and
 ``paper`` in :mod:`.cli_benchmark`; ``data`` in :mod:`.cli_data`; ``models``, ``metrics`` and
 ``schema`` in :mod:`.cli_catalog`; ``ui`` in :mod:`.cli_ui`; ``judge`` in :mod:`.cli_judge`;
-``search`` in :mod:`.cli_search`. What several share is in :mod:`.cli_common`.
+``search`` in :mod:`.cli_search`;
+``leaderboard`` in :mod:`.cli_leaderboard`. What several share is in :mod:`.cli_common`.
 
 Exit status: 0 done; 1 the work failed (a failed run, a bug: its traceback); 2 a usage or input
 error (one line, ``topicbench: error: ...``); 130 interrupted (Ctrl-C or SIGTERM).
@@ -26,6 +27,7 @@ from topicbench.flows.cli_common import CommandParser
 from topicbench.flows.cli_data import add_data_command
 from topicbench.flows.cli_elda import add_compile_command, add_elda_command
 from topicbench.flows.cli_judge import add_judge_command
+from topicbench.flows.cli_leaderboard import add_leaderboard_command
 from topicbench.flows.cli_search import add_search_command
 from topicbench.flows.cli_ui import add_ui_command
 from topicbench.flows.console import configure_console, quiet_library_progress_bars, quiet_worker_consoles
@@ -50,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     for add_command in (add_elda_command, add_run_command, add_serve_command, add_report_command,
                         add_paper_command, add_data_command, add_catalog_commands, add_ui_command,
                         add_compile_command, add_schema_command, add_judge_command, add_search_command,
-                        add_bundle_commands):
+                        add_bundle_commands, add_leaderboard_command):
         add_command(commands)
     return parser
 

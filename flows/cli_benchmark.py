@@ -66,15 +66,19 @@ def add_serve_command(commands) -> None:
 def add_report_command(commands) -> None:
     """topicbench report: the report of a tracked experiment."""
     report = commands.add_parser(
-        "report", help="build the report of an experiment from its tracked runs",
-        description="Read the runs of an experiment from the tracking store (nothing is fitted) and write its "
-        "report, report.md and report.html, to --out; `topicbench run` does this itself unless given --no-report.",
+        "report", help="build the report of an experiment from its tracked runs or from a result bundle",
+        description="Read the runs of an experiment from the tracking store, or from a result bundle with --bundle "
+        "(no store needed; nothing is fitted), and write its report, report.md and report.html, to --out; "
+        "`topicbench run` does this itself unless given --no-report.",
     )
-    report.add_argument("--experiment", type=experiment_name, required=True, metavar="NAME",
+    report.add_argument("--experiment", type=experiment_name, metavar="NAME",
                         help="the MLflow experiment to report (a config's experiment: name)")
     report.add_argument("--tracking-uri", help=f"MLflow tracking URI (default: {DEFAULT_TRACKING_URI})")
+    report.add_argument("--bundle", metavar="DIR",
+                        help="report the runs of this result bundle (`topicbench export`) instead of a store's")
     report.add_argument("--out", help="report folder (default: results/<experiment>)")
-    report.set_defaults(handler=run_report_command, runs_flows=True)
+    # a report is plain functions (flows/report.py): no Prefect settings to check, and none imported (1-5 s)
+    report.set_defaults(handler=run_report_command, runs_flows=False)
 
 
 def add_paper_command(commands) -> None:
@@ -83,7 +87,8 @@ def add_paper_command(commands) -> None:
         "paper", help="reproduce the paper's Experiment Sets 1 and 2 (corpora: --data, ../shared/data or the data cache)",
         description="Run the paper's experiments (spec §4) and write their reports to results/paper/.",
     )
-    paper.add_argument("--baselines", nargs="*", help="Set 2 baselines to include (default: every one registered)")
+    paper.add_argument("--baselines", nargs="*", help="Set 2 baselines to include (default: the paper's, "
+                       "bertopic prodlda etm ctm fastopic; any registered model, e.g. nmf lsi hdp keynmf s3 gmm)")
     paper.add_argument("--corpora", nargs="+", help="subset of congress reuters 20ng_politics (default: all three)")
     paper.add_argument("--data", help="folder holding congress/, reuters/ and 20ng_politics/ (default: ../shared/data "
                        "when it exists, else the data cache of `topicbench data fetch`)")
@@ -96,6 +101,10 @@ def add_paper_command(commands) -> None:
     connect_timeout_argument(paper)
     paper.add_argument("--tracking-uri", help=f"MLflow tracking URI (default: {DEFAULT_TRACKING_URI})")
     paper.add_argument("--out", default="results/paper", help="folder of the paper's report (report.md and report.html)")
+    paper.add_argument("--bundle", metavar="DIR",
+                       help="run one piece of the paper from a result bundle: import DIR's runs first (their fits are "
+                       "skipped), then export the experiment's finished runs back into DIR, also after a failure or "
+                       "Ctrl-C (DIR may be new)")
     llm_arguments(paper)
     paper.set_defaults(handler=run_paper_command, runs_flows=True)
 
@@ -196,20 +205,42 @@ def run_report_command(args) -> int:
     from topicbench.flows.report import report
 
     hide_library_tracebacks(args.verbose)
-
+    if args.bundle is not None:
+        return _report_bundle(args)
+    if args.experiment is None:
+        raise InputError("give --experiment NAME (the runs of a tracking store) or --bundle DIR (a result bundle)")
     uri = tracking_uri(args.tracking_uri)
     require_experiment(uri, args.experiment)
     out = args.out or str(default_report_folder(args.experiment))
     check_output_folder(out, "--out (the report folder)")
-    written = report(args.experiment, uri, out)
-    interrupted = f", {written['interrupted']} interrupted" if written["interrupted"] else ""
-    print(f"report: {written['markdown']} and {written['html']} ({written['finished']} runs, {written['failed']} failed"
-          f"{interrupted})")
+    _print_written(report(args.experiment, uri, out))
     return 0
 
 
+def _report_bundle(args) -> int:
+    """topicbench report --bundle DIR: the report from a result bundle's tables, no store touched."""
+    from topicbench.flows.report import report_from
+    from topicbench.tasks.bundle_source import BundleSource
+
+    if args.experiment is not None or args.tracking_uri is not None:
+        raise InputError("--bundle reads the runs from the bundle: give it without --experiment and --tracking-uri")
+    source = BundleSource(args.bundle)  # a missing or damaged table is one line, before any work
+    out = args.out or str(default_report_folder(source.experiment))
+    check_output_folder(out, "--out (the report folder)")
+    _print_written(report_from(source, out, command=f"topicbench report {source.described}"))
+    return 0
+
+
+def _print_written(written: dict) -> None:
+    interrupted = f", {written['interrupted']} interrupted" if written["interrupted"] else ""
+    print(f"report: {written['markdown']} and {written['html']} ({written['finished']} runs, {written['failed']} failed"
+          f"{interrupted})")
+
+
 def run_paper_command(args) -> int:
-    from topicbench.flows.paper import PAPER_CORPORA, SET2_BASELINES, default_data_folder, paper_config, run_paper
+    from topicbench.flows.paper import (
+        PAPER_CORPORA, SET2_BASELINES, check_paper_bundle, default_data_folder, paper_config, run_paper,
+    )
     from topicbench.tasks.store_checks import check_tracking_uri
 
     hide_library_tracebacks(args.verbose)
@@ -226,11 +257,13 @@ def run_paper_command(args) -> int:
     if args.scheduler:
         check_scheduler_reachable(args.scheduler, args.connect_timeout)
     check_tracking_uri(uri)
+    if args.bundle is not None:
+        check_paper_bundle(args.bundle, config.experiment)
     if config.llm_metrics():
         check_llm_endpoint(config.llm_settings()[0], uri)
 
     started = time.perf_counter()
-    state = run_paper(**settings, tracking_uri=uri, out=args.out, scheduler=args.scheduler)
+    state = run_paper(**settings, tracking_uri=uri, out=args.out, scheduler=args.scheduler, bundle=args.bundle)
     print(f"paper reproduction finished in {minutes(time.perf_counter() - started)}")
     report_path = Path(args.out).resolve() / "report.md"  # where the report flow writes it
     print(summary_line(str(report_path) if report_path.is_file() else None, uri))

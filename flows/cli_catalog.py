@@ -1,9 +1,10 @@
 """topicbench models list / metrics list / schema: what a config can name, read from the
 registries, and the JSON Schema a config is checked against.
 
-Each model: its registry name, the first paragraph of its class docstring and its settings'
-defaults; each metric: its name, which direction is better, what it needs of a run (``spec.needs``),
-its description and the scoring settings it reads. Plain aligned text for a terminal, ``--json``
+Each model: its registry name, the first paragraph of its class docstring, its family, what a
+fit needs (K, document embeddings), whether it infers held-out documents and assigns token
+topics, and its settings' defaults; each metric: its name, which direction is better, what it
+needs of a run (``spec.needs``), its description and the scoring settings it reads. Plain aligned text for a terminal, ``--json``
 for scripts. Listing imports each model's module, not the libraries it fits with (they are
 imported when a model fits), so the list takes about a second and never loads torch.
 """
@@ -56,23 +57,49 @@ def run_metrics_list_command(args) -> int:
 
 
 def model_catalog() -> list[dict]:
-    """Each registered model, by name: ``name``, ``description``, ``defaults``, ``plugin``
-    (the plugin's source for a plugin's model, else None) and ``error`` (why a plugin could not be
-    loaded, else None; the other plugins and the built-in models are listed all the same)."""
+    """Each registered model, by name: ``name``, ``description``, ``family`` (the kind of model),
+    ``needs`` (what a fit needs: K or the settings that choose the number of topics, document
+    embeddings), ``infers_held_out`` (whether it has ``transform``), ``token_topics`` (whether
+    it assigns each token a topic), ``defaults``, ``plugin`` (the plugin's source for a plugin's
+    model, else None) and ``error`` (why a plugin could not be loaded, else None; the other
+    plugins and the built-in models are listed all the same)."""
     from topicbench.baselines.registry import MODELS
 
     entries = []
     for name in MODELS.names():
-        entry = {"name": name, "description": "", "defaults": {}, "plugin": MODELS.plugin_source(name), "error": None}
+        entry = {"name": name, "description": "", "family": "", "needs": [], "infers_held_out": None,
+                 "token_topics": None, "defaults": {}, "plugin": MODELS.plugin_source(name), "error": None}
         try:
             model = MODELS.get(name)
         except Exception as error:  # noqa: BLE001 - a broken plugin is listed with its reason
             entry["error"] = str(error)
         else:
-            entry["description"] = first_paragraph(model)
-            entry["defaults"] = dict(model.defaults)
+            entry.update(description=first_paragraph(model), family=model.family, needs=model_needs(model),
+                         infers_held_out=bool(model.supports_transform),
+                         token_topics=bool(model.assigns_token_topics), defaults=dict(model.defaults))
         entries.append(entry)
     return entries
+
+
+def model_needs(model) -> list[str]:
+    """What fitting ``model`` needs, in words: K (num_topics), or the settings that choose its
+    number of topics, or K optional (the model is built without one to see whether it refuses);
+    and document embeddings where it reads them."""
+    from topicbench.core.validation import InputError
+
+    if model.topics_decided_by:
+        needs = [f"no K, chosen by {model.topics_decided_by}"]
+    else:
+        try:
+            model(None)
+            needs = ["K optional (num_topics; without it the model chooses)"]
+        except InputError:
+            needs = ["K (num_topics)"]
+    if model.uses_document_embeddings:
+        needs.append("document embeddings")
+    if getattr(model, "asks_llm", False):
+        needs.append("an LLM endpoint (the config's llm: block)")
+    return needs
 
 
 def metric_catalog() -> list[dict]:
@@ -142,6 +169,11 @@ def _model_lines(entries: list[dict], width: int) -> list[str]:
         if entry["plugin"]:
             text += f" [plugin: {entry['plugin']['distribution']} {entry['plugin']['version']}]"
         lines += _wrapped(entry["name"], text, column, width)
+        if entry["error"] is None:
+            facts = [f"family: {entry['family'] or 'not stated'}", "needs: " + ", ".join(entry["needs"]),
+                     "held-out documents: " + ("inferred (transform)" if entry["infers_held_out"] else "no"),
+                     "token topics: " + ("yes" if entry["token_topics"] else "no")]
+            lines += _wrapped("", "; ".join(facts), column, width)
         if entry["defaults"]:
             settings = ", ".join(f"{key}={_setting(value)}" for key, value in entry["defaults"].items())
             lines += _wrapped("", f"defaults: {settings}", column, width)

@@ -201,12 +201,12 @@ def config_from_command_line(args):
 
 def check_services(config, connect_timeout: float) -> None:
     """What a run needs outside this process answers, before any work: the Dask scheduler, the
-    tracking store, and the LLM endpoint where a metric asks one."""
+    tracking store, and the LLM endpoint where a metric or a model (TopicGPT) asks one."""
     from topicbench.flows.checks import check_scheduler_reachable
     from topicbench.tasks.store_checks import check_tracking_uri
 
     if config.scheduler:
         check_scheduler_reachable(config.scheduler, connect_timeout)
     check_tracking_uri(config.tracking_uri)
-    if config.llm_metrics():
+    if config.llm_metrics() or config.llm_models():
         check_llm_endpoint(config.llm_settings()[0], config.tracking_uri)

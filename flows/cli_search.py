@@ -20,7 +20,8 @@ def add_search_command(commands) -> None:
         "search", help="search each model's K and settings over seeds, and choose them (one-standard-error rule)",
         description="Search the spaces of a config's search: block (a grid, or Optuna's TPE / NSGA-II), several seeds "
         "per point, each fit a tracked run under one parent run; choose each model's setting by the one-standard-error "
-        "rule and write results/<experiment>/search.md, .html and chosen.yaml. Run again, it resumes: nothing is "
+        "rule and write results/<experiment>/search.md, .html and chosen.yaml (chosen-<corpus>.yaml per corpus where "
+        "several are searched). Run again, it resumes: nothing is "
         "fitted twice.",
     )
     search.add_argument("config", help="a benchmark YAML config with a search: block (see examples/search.yaml)")
@@ -69,8 +70,8 @@ def run_search_command(args) -> int:
         print(f"caution: {warning}")
     command = f"topicbench search {args.config}" + (f" --tracking-uri {config.tracking_uri}" if args.tracking_uri else "")
     written = write_study_report(study_report(outcome, plan.objectives, command, storage_label(storage)),
-                                 outcome["chosen_config"], out)
-    print(f"report: {written['markdown']} (and .html); chosen config: {written['config']}; "
+                                 outcome["chosen_configs"], out)
+    print(f"report: {written['markdown']} (and .html); chosen config: {', '.join(written['configs'])}; "
           f"runs tracked at {config.tracking_uri}")
     if counts.failed:
         print(f"topicbench: error: {len(counts.failed)} fits failed: " + "; ".join(counts.failed[:5]), file=sys.stderr)

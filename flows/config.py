@@ -155,7 +155,8 @@ class BenchmarkConfig:
         (``topicbench.tasks.report.sections.REPORT_SECTIONS``); None: the default sections.
     llm : dict or None
         The OpenAI-compatible endpoint the LLM metrics ask, and how
-        (:data:`topicbench.tasks.llm_judge.LLM_SCHEMA`); needed by ``llm_rating`` and ``llm_intrusion``.
+        (:data:`topicbench.tasks.llm_judge.LLM_SCHEMA`); needed by the metrics that ask an LLM
+        (``llm_rating``, ``llm_intrusion``, ``llm_fit``, ``llm_rank``).
     search : dict or None
         What ``topicbench search`` searches (:data:`topicbench.flows.search_plan.SEARCH_SCHEMA`):
         each model's space, the objectives, the sampler; ``topicbench run`` fits the models as given.
@@ -255,11 +256,13 @@ class BenchmarkConfig:
                 check_llm_block(self.llm)
             except InputError as error:
                 raise InputError(f"{where}: {error}") from None
-        asking = self.llm_metrics()
+        asking = [f"the metrics {', '.join(self.llm_metrics())}"] if self.llm_metrics() else []
+        asking += [f"the model {name!r}" for name in self.llm_models()]
         missing = [key for key in ("base_url", "model") if key not in (self.llm or {})]
         if asking and missing:
             raise InputError(
-                f"{where}: the metrics {', '.join(asking)} ask an LLM, and its llm.{missing[0]} is not given: give the "
+                f"{where}: {' and '.join(asking)} {'ask' if len(asking) > 1 or self.llm_metrics() else 'asks'} an LLM, "
+                f"and its llm.{missing[0]} is not given: give the "
                 "config an llm: block (base_url, model) or run with --llm-base-url URL --llm-model NAME"
             )
         return self
@@ -269,6 +272,12 @@ class BenchmarkConfig:
         from topicbench.core.metrics.registry import METRICS
 
         return [name for name in self.metrics if "llm" in METRICS.get(name).needs]
+
+    def llm_models(self) -> list:
+        """The names of the config's models that ask an LLM themselves (TopicGPT: ``asks_llm``)."""
+        from topicbench.baselines.registry import MODELS
+
+        return [spec.name for spec in self.models if getattr(MODELS.get(spec.model), "asks_llm", False)]
 
     def llm_settings(self):
         """(endpoint, judge settings) of the ``llm`` block, or None when there is none."""

@@ -11,6 +11,9 @@
 
 from __future__ import annotations
 
+import logging
+import shlex
+from contextlib import contextmanager
 from pathlib import Path
 
 from topicbench.baselines.gibbs_lda import PAPER_SETTINGS
@@ -21,6 +24,8 @@ from .config import BenchmarkConfig
 from .paper_report import (  # noqa: F401  the paper's figures and tables, importable from here as before
     PAPER_NOTES, PAPER_SET1, PAPER_SET2_UMASS5_RATIO, SET2_DIAGNOSTICS, set1_against_paper, set2_against_paper,
 )
+
+logger = logging.getLogger(__name__)
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 PAPER_CORPORA = ("congress", "reuters", "20ng_politics")
@@ -38,6 +43,16 @@ SET2_BASELINES = {
     "etm": {"num_topics": 100},
     "ctm": {"num_topics": 100},
     "fastopic": {"num_topics": 100},
+}
+#: Models Set 2 takes when ``--baselines`` names them (not run by default: they are not the
+#: paper's), at the paper's K; HDP chooses its own.
+SET2_MORE_BASELINES = {
+    "nmf": {"num_topics": 100},
+    "lsi": {"num_topics": 100},
+    "hdp": {},
+    "keynmf": {"num_topics": 100},
+    "s3": {"num_topics": 100},
+    "gmm": {"num_topics": 100},
 }
 
 
@@ -88,7 +103,7 @@ def set2_config(data=SHARED_DATA, *, seeds=(0, 1, 2), iterations: int = 1000, co
                    "settings": {**PAPER_SETTINGS["gibbs"], "eta": 0.01, "iterations": iterations}})
     for name in baselines:
         MODELS.get(name)  # an unknown name is an error naming the registered ones, not skipped
-        spec = dict(SET2_BASELINES.get(name, {}))
+        spec = dict({**SET2_MORE_BASELINES, **SET2_BASELINES}.get(name, {}))
         models.append({"model": name, **spec, "settings": dict((baseline_settings or {}).get(name, {})),
                        "metrics": list(SET2_METRICS)})
     # the runs that measure why a baseline misses the paper's range: one setting changed each
@@ -126,18 +141,75 @@ def paper_config(data=SHARED_DATA, *, seeds=(0, 1, 2), iterations: int = 1000, c
 
 def run_paper(*, data=SHARED_DATA, seeds=(0, 1, 2), iterations: int = 1000, workers: int = 2, tracking_uri: str,
               out="results/paper", baselines=tuple(SET2_BASELINES), baseline_settings: dict | None = None,
-              corpora=PAPER_CORPORA, notes: str = "", scheduler: str | None = None, llm: dict | None = None):
+              corpora=PAPER_CORPORA, notes: str = "", scheduler: str | None = None, llm: dict | None = None,
+              bundle=None):
     """Run the paper's experiments as one benchmark and write its report to ``out`` through the
     report flow (the paper's sections come from its config); the fits run on ``workers`` local
-    Dask worker processes, or on the Dask cluster at ``scheduler``. Returns the benchmark flow's
-    final state."""
+    Dask worker processes, or on the Dask cluster at ``scheduler``. With ``bundle`` (a folder),
+    one piece of the paper: the bundle's runs are imported first and the experiment exported back
+    into it at the end (:func:`resumed_from_bundle`). Returns the benchmark flow's final state."""
     from .report import report
 
     config = paper_config(data, seeds=seeds, iterations=iterations, corpora=corpora, baselines=baselines,
                           baseline_settings=baseline_settings, tracking_uri=tracking_uri, workers=workers, llm=llm)
     if scheduler:
         config = config.replace(scheduler=scheduler)
-    state = run_benchmark(config)
     command = f"topicbench paper --seeds {' '.join(map(str, seeds))} --workers {workers} --iterations {iterations}"
-    report(config.experiment, tracking_uri, str(out), command=command, notes=notes, sections=config.report_sections)
+    if bundle is not None:
+        command += f" --bundle {shlex.quote(str(bundle))}"
+    with resumed_from_bundle(bundle, tracking_uri, config.experiment):
+        state = run_benchmark(config)
+        report(config.experiment, tracking_uri, str(out), command=command, notes=notes, sections=config.report_sections)
     return state
+
+
+def check_paper_bundle(folder, experiment: str = "paper") -> None:
+    """``folder`` is a bundle of ``experiment`` (or no bundle yet: a new, writable folder); an
+    :class:`~topicbench.core.validation.InputError` naming the problem otherwise, before any work."""
+    from topicbench.core.validation import InputError
+    from topicbench.tasks.bundle import MANIFEST, read_bundle
+
+    from .checks import check_output_folder
+
+    check_output_folder(str(folder), "--bundle")
+    if not (Path(folder) / MANIFEST).is_file():
+        if Path(folder).is_dir() and any(Path(folder).iterdir()):
+            raise InputError(f"--bundle {folder}: a folder that holds files but no {MANIFEST}, so no result bundle; "
+                             f"give a bundle (`topicbench export`) or a new folder")
+        return
+    manifest, _ = read_bundle(folder)
+    if manifest.get("experiment") != experiment:
+        raise InputError(f"--bundle {folder} holds the runs of experiment {manifest.get('experiment')!r}, not the "
+                         f"paper's {experiment!r}: give the paper's bundle (e.g. results/paper/bundle) or a new folder")
+
+
+@contextmanager
+def resumed_from_bundle(folder, tracking_uri: str, experiment: str):
+    """Around one piece of the paper: the bundle in ``folder`` (if any yet) imported into the store
+    at ``tracking_uri`` first, so its fits are skipped by their run keys, and ``experiment``'s
+    finished runs exported back into ``folder`` on every way out (done, failed, interrupted).
+    Nothing happens without ``folder``."""
+    from topicbench.tasks.bundle import MANIFEST, export_bundle, import_bundle
+
+    if folder is None:
+        yield
+        return
+    if (Path(folder) / MANIFEST).is_file():
+        counts = import_bundle(folder, tracking_uri)
+        logger.info("imported %d runs of %s into %s (%d there already)", counts["imported"], folder, tracking_uri,
+                    counts["already_there"])
+    try:
+        yield
+    except BaseException:  # what finished before the failure or Ctrl-C is kept, then it goes on up
+        try:
+            _export_piece(export_bundle, tracking_uri, experiment, folder)
+        except Exception as export_error:  # noqa: BLE001 - the first error is the one to report
+            logger.error("the finished runs were not exported to %s (%s); they are in %s: `topicbench export "
+                         "--experiment %s --out %s` exports them", folder, export_error, tracking_uri, experiment, folder)
+        raise
+    _export_piece(export_bundle, tracking_uri, experiment, folder)
+
+
+def _export_piece(export_bundle, tracking_uri: str, experiment: str, folder) -> None:
+    manifest = export_bundle(tracking_uri, experiment, folder)
+    logger.info("exported %d finished runs (%d fits) of %r to %s", manifest["runs"], manifest["fits"], experiment, folder)

@@ -34,6 +34,7 @@ from prefect import flow, get_run_logger
 from topicbench.core.search_space import STABILITY, point_complexity, point_label, point_model, point_text
 from topicbench.core.selection import PointSummary, beyond_noise, one_standard_error_choice, summarise_scores
 from topicbench.tasks.corpus import check_topics_fit, corpus_splits, load_corpus
+from topicbench.tasks.report.study import chosen_config_name
 from topicbench.tasks.spool import Spool
 from topicbench.tasks.study import ModelStudy, check_storage, open_storage, study_name
 from topicbench.tasks.store_checks import TrackingError, check_free_space, check_tracking_uri, store_unavailable
@@ -184,6 +185,10 @@ class ModelChoice:
         The chosen fit's topics (its first finished seed's), each its top words; empty where not read.
     topics_seed : int or None
         The seed whose fit ``topics`` are.
+    searched_topics : tuple of SearchedTopics
+        The topics at each value of the first searched dimension (each K, where K is searched):
+        there the chosen trial, or else the trial with the best mean first objective; in the
+        dimension's order. Empty where not read.
     """
 
     corpus: str
@@ -195,6 +200,19 @@ class ModelChoice:
     trials: list
     topics: tuple = ()
     topics_seed: int | None = None
+    searched_topics: tuple = ()
+
+
+@dataclass(frozen=True)
+class SearchedTopics:
+    """A searched fit's topics, so a reader sees what each K found: the trial's ``point``, whether
+    it is the ``chosen`` one, the ``seed`` whose fit they are (its first finished) and ``topics``,
+    each its top words in one string."""
+
+    point: dict
+    chosen: bool
+    seed: int
+    topics: tuple
 
 
 def choose(plan: SearchPlan, corpus: str, label: str, study: ModelStudy) -> ModelChoice:
@@ -234,14 +252,14 @@ def summarise(config: BenchmarkConfig, plan: SearchPlan, studies: dict, counts: 
               client=None) -> dict:
     """The search's outcome: each model's choice (with its chosen fit's topics, read through
     ``client`` where given), the recommendation across models per corpus, the warnings that hold
-    for every choice, the counts, the chosen config."""
+    for every choice, the counts, the chosen configs (:func:`chosen_configs`)."""
     choices = [choose(plan, corpus.name, model.name, study) for corpus, model, study in studies.values()]
     if client is not None:
-        choices = [with_chosen_topics(client, choice) for choice in choices]
+        choices = [with_chosen_topics(client, choice, plan.objectives[0]) for choice in choices]
     corpora = list(dict.fromkeys(choice.corpus for choice in choices))
     return {"experiment": config.experiment, "parent_run_id": parent, "choices": choices, "counts": counts,
             "recommendations": [recommend(plan, [c for c in choices if c.corpus == corpus]) for corpus in corpora],
-            "warnings": seed_warnings(config.seeds), "chosen_config": chosen_config(config, choices)}
+            "warnings": seed_warnings(config.seeds), "chosen_configs": chosen_configs(config, choices)}
 
 
 def seed_warnings(seeds) -> tuple:
@@ -253,14 +271,48 @@ def seed_warnings(seeds) -> tuple:
             f"run {FEW_SEEDS} or more seeds (e.g. --seeds {' '.join(map(str, range(FEW_SEEDS)))}) before trusting a choice",)
 
 
-def with_chosen_topics(client, choice: ModelChoice) -> ModelChoice:
-    """``choice`` with the topics of its chosen fit (its first finished seed) read from the store."""
+def with_chosen_topics(client, choice: ModelChoice, objective=None) -> ModelChoice:
+    """``choice`` with the topics of its chosen fit and, given the first ``objective``, of a fit
+    at each value of the first searched dimension (:func:`trials_per_value`), each its first
+    finished seed's, read from the store."""
     chosen = chosen_trial(choice)
-    for seed, run_id in zip(chosen["seeds"], chosen["run_ids"]) if chosen else ():
+    searched = []
+    for trial in trials_per_value(choice, objective) if objective is not None else [chosen] if chosen else []:
+        found = _first_topics(client, trial)
+        if found is not None:
+            searched.append(SearchedTopics(dict(trial["point"]), trial is chosen, *found))
+    mine = next((item for item in searched if item.chosen), None)  # None: its topics could not be read
+    return replace(choice, topics=mine.topics if mine else (), topics_seed=mine.seed if mine else None,
+                   searched_topics=tuple(searched))
+
+
+def _first_topics(client, trial: dict) -> tuple | None:
+    """(seed, topics) of the trial's first finished seed whose topics can be read, else None."""
+    for seed, run_id in zip(trial["seeds"], trial["run_ids"]):
         topics = fit_topics(client, run_id)
         if topics is not None:
-            return replace(choice, topics=tuple(topics), topics_seed=seed)
-    return choice
+            return seed, tuple(topics)
+    return None
+
+
+def trials_per_value(choice: ModelChoice, objective) -> list:
+    """One finished trial per value of the first searched dimension (K where it is searched), in
+    its order: the chosen trial at its value, the best mean ``objective`` at every other."""
+    complete = [t for t in choice.trials if t["state"] == "COMPLETE"]
+    if not complete:
+        return []
+    chosen, dimension = chosen_trial(choice), next(iter(complete[0]["point"]), None)
+    groups = {}
+    for trial in complete:
+        groups.setdefault(trial["point"].get(dimension), []).append(trial)
+    sign = 1.0 if objective.higher_is_better else -1.0
+
+    def merit(trial):
+        values = [v for v in trial["per_seed"].get(objective.key, []) if math.isfinite(v)]
+        return sign * sum(values) / len(values) if values else -math.inf
+
+    picked = [chosen if chosen in members else max(members, key=merit) for members in groups.values()]
+    return sorted(picked, key=lambda t: (isinstance(t["point"].get(dimension), str), t["point"].get(dimension)))
 
 
 def chosen_trial(choice: ModelChoice) -> dict | None:
@@ -381,9 +433,22 @@ def _mean_se(summary: PointSummary) -> str:
     return f"mean {summary.mean:.4g}{spread}, {summary.n} seed{'s' if summary.n != 1 else ''}"
 
 
-def chosen_config(config: BenchmarkConfig, choices: list) -> dict:
-    """The benchmark config with each model at its chosen setting (the first corpus's choice where
-    several corpora were searched), the search block left out: ready for ``topicbench run``.
+def chosen_configs(config: BenchmarkConfig, choices: list) -> dict:
+    """File name -> chosen config (:func:`chosen_config`): ``chosen.yaml`` for a search of one
+    corpus; for several, one file per corpus (``chosen-<corpus>.yaml``), each with that corpus
+    and its own choices. Not one file: a benchmark fits every model on every corpus, so one
+    corpus's choice would be fitted on the others too (fits the search did not make, with a
+    sampler) and each corpus's summary would mix settings."""
+    corpora = [corpus.name for corpus in config.corpora]
+    if len(corpora) == 1:
+        return {chosen_config_name(None): chosen_config(config, choices)}
+    return {chosen_config_name(corpus): chosen_config(config, choices, corpus) for corpus in corpora}
+
+
+def chosen_config(config: BenchmarkConfig, choices: list, corpus: str | None = None) -> dict:
+    """The benchmark config with each model at its chosen setting on ``corpus`` (where several
+    corpora were searched: that corpus alone; None: the config's only corpus), the search block
+    left out: ready for ``topicbench run``.
 
     It keeps the search's experiment, seeds and metrics, and labels each model as its search did
     (``gensim_lda[num_topics=10]``), so each of its runs has the run key of a fit the search
@@ -391,9 +456,9 @@ def chosen_config(config: BenchmarkConfig, choices: list) -> dict:
     fitted, and its report finds those runs under the config's labels."""
     data = config.to_dict()
     data.pop("search", None)
-    picked = {}
-    for choice in choices:
-        picked.setdefault(choice.label, choice.point)
+    if corpus is not None:
+        data["corpora"] = [item for item in data["corpora"] if item["name"] == corpus]
+    picked = {choice.label: choice.point for choice in choices if corpus is None or choice.corpus == corpus}
     models = []
     for item in data["models"]:
         label = item.get("label") or item["model"]

@@ -26,6 +26,8 @@ from topicbench.tasks.progress import fit_progress
 
 #: The artifact holding every question an LLM metric asked of a run, one JSON record a line.
 LLM_RECORDS = "llm/requests.jsonl"
+#: The artifact holding every question a model that asks an LLM (TopicGPT) asked during its fit.
+LLM_FIT_RECORDS = "llm/fit_requests.jsonl"
 
 
 @dataclass(frozen=True, eq=False)
@@ -41,25 +43,53 @@ class FitResult:
     heldout_theta: np.ndarray | None = None
     fitted_on: dict = field(default_factory=dict)
     params: dict | None = None
+    llm_records: list = field(default_factory=list)
 
 
 @task(name="fit_model", retries=0, cache_policy=NONE)
 def fit_model(
     corpus: Corpus, model: str, num_topics, settings: dict, seed: int, heldout: Corpus | None = None,
-    label: str | None = None,
+    label: str | None = None, *, llm=None, llm_budget=None,
 ) -> FitResult:
     """``MODELS.get(model)(num_topics, random_state=seed, **settings).fit(corpus)``, plus
     p(topic | document) of the ``heldout`` documents for models that can infer them. numba and
     BLAS threads are held to the Dask worker's thread count when it runs inside one. Fits never
     retry. The fit's progress, under ``label`` (default "model@corpus seed N"), goes to the
-    benchmark's live display or the run logs (:func:`~topicbench.tasks.progress.fit_progress`)."""
+    benchmark's live display or the run logs (:func:`~topicbench.tasks.progress.fit_progress`).
+    A model that asks an LLM itself (``asks_llm``: TopicGPT) asks the endpoint of ``llm``
+    ((endpoint, judge settings)) through the judges' client, cache and token budget
+    (``llm_budget``); what it asked is in ``llm_records`` and its cost in the output's ``extra``
+    as ``fit_llm_requests``, ``fit_llm_cached_replies``, ``fit_llm_prompt_tokens``,
+    ``fit_llm_completion_tokens`` (and ``fit_llm_cost`` where the endpoint states prices)."""
     label = label or f"{model}@{corpus.name} seed {seed}"
     with worker_threads(), fit_progress(label) as on_progress:
-        estimator = MODELS.get(model)(num_topics, random_state=seed, **settings).fit(corpus, on_progress=on_progress)
+        estimator = MODELS.get(model)(num_topics, random_state=seed, **settings)
+        judge = _hand_llm(estimator, llm, llm_budget)
+        estimator.fit(corpus, on_progress=on_progress)
         theta = None
         if heldout is not None and estimator.supports_transform:
             theta = estimator.transform(heldout)
-        return FitResult(estimator.output_, dict(estimator.resolved_), theta, fit_location(), estimator.get_params())
+        output, records = estimator.output_, judge.take_records() if judge is not None else []
+        if records:
+            from dataclasses import replace
+
+            from topicbench.tasks.llm_judge import usage_of
+
+            cost = {f"fit_{key}": value for key, value in usage_of(records, llm[0]).items()}
+            output = replace(output, extra={**output.extra, **cost})
+        return FitResult(output, dict(estimator.resolved_), theta, fit_location(), estimator.get_params(), records)
+
+
+def _hand_llm(estimator, llm, budget):
+    """The judges' client for a model that asks an LLM itself (None for any other model, or
+    without an endpoint: the model's fit then says what to give)."""
+    if not getattr(estimator, "asks_llm", False) or llm is None:
+        return None
+    from topicbench.tasks.llm_judge import EndpointJudge
+
+    judge = EndpointJudge(llm[0], budget=budget)
+    estimator.ask_with(judge)
+    return judge
 
 
 @dataclass(frozen=True)
@@ -132,7 +162,7 @@ def fit_and_score(
     (:data:`~topicbench.tasks.artifacts.TOPIC_DOCUMENTS`). A failure of the fit or of the scoring
     raises, as a failed fit always has.
     """
-    fitted = fit_model.fn(corpus, model, num_topics, settings, seed, heldout, label)
+    fitted = fit_model.fn(corpus, model, num_topics, settings, seed, heldout, label, llm=llm, llm_budget=llm_budget)
     started = time.perf_counter()
     with worker_threads():
         context, lock, context_built = process_metric_context_built(corpus, context_metrics, top_n, heldout, llm=llm,
@@ -153,6 +183,8 @@ def fit_and_score(
 
         summary.extra.update(usage_of(records, llm[0]))
         extra[LLM_RECORDS] = "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
+    if fitted.llm_records:  # what the model itself asked (TopicGPT)
+        extra[LLM_FIT_RECORDS] = "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in fitted.llm_records)
     artifacts = ArtifactFolder.write(fitted.output, flow_host, extra)
     return ScoredFit(summary, fitted.resolved, scored.values, scored.skipped, artifacts, fitted.fitted_on, scoring_seconds,
                      context_built, fitted.params)

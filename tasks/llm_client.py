@@ -184,6 +184,33 @@ def post_chat(endpoint: LLMEndpoint, request: JudgeRequest, *, deadline: float, 
         time.sleep(pause)
 
 
+#: Where servers keep a tokenizer beside their API root: llama.cpp's and vLLM's server, then
+#: llama-cpp-python's. OpenAI's API has none.
+TOKENIZE_PATHS = ("/tokenize", "/extras/tokenize")
+
+
+def tokenizer_count(endpoint: LLMEndpoint, text: str, path: str, *, session, deadline: float) -> int | None:
+    """The tokens of ``text`` by the tokenizer at ``path`` beside the endpoint's API root (the
+    root without ``/v1``; one of :data:`TOKENIZE_PATHS`), or None where there is none or it
+    answers anything but a list of tokens. One try, by ``deadline``: a count is a convenience,
+    and its absence means an estimate."""
+    import requests
+
+    from .llm_http import DeadlinePassed, ReplyTooLarge, exchange
+
+    root = endpoint.base_url.rstrip("/")
+    root = root[: -len("/v1")] if root.endswith("/v1") else root
+    # llama.cpp reads content, vLLM prompt, llama-cpp-python input; each ignores the others
+    body = {"content": text, "prompt": text, "input": text, "model": endpoint.model}
+    try:
+        status, content = exchange(session, "POST", root + path, headers=endpoint.headers(), body=body,
+                                   deadline=deadline, limit=MAX_REPLY_BYTES)
+        tokens = json.loads(content.decode("utf-8")).get("tokens") if status == 200 else None
+    except (DeadlinePassed, ReplyTooLarge, requests.RequestException, ValueError, AttributeError):
+        return None
+    return len(tokens) if isinstance(tokens, list) else None
+
+
 def _redacted_text(content: bytes) -> str:
     """An error body as a message shows it, on one line, redacted whole before a message cuts
     it (a key it echoes is gone, not half of it); JSON is redacted once decoded."""

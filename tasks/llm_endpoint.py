@@ -123,7 +123,8 @@ class LLMEndpoint:
 #: The config's ``llm:`` block (JSON Schema): where to ask, and how the questions are asked.
 LLM_SCHEMA = {
     "type": "object", "additionalProperties": False,
-    "description": "an OpenAI-compatible chat endpoint for the llm_rating and llm_intrusion metrics (base_url and model, "
+    "description": "an OpenAI-compatible chat endpoint for the LLM metrics (llm_rating, llm_intrusion, llm_fit, "
+                   "llm_rank; base_url and model, "
                    "here or from --llm-base-url and --llm-model), and how the questions are asked",
     "properties": {
         "base_url": {"type": "string", "pattern": "^https?://", "description": "the API root, e.g. http://127.0.0.1:8080/v1"},
@@ -143,10 +144,20 @@ LLM_SCHEMA = {
         "intrusion_draws": {"type": "integer", "minimum": 1, "maximum": 50},
         "max_topics": {"type": "integer", "minimum": 1},
         "retries_on_non_answers": {"type": "integer", "minimum": 0, "maximum": 10},
+        "document_topics": {"type": "integer", "minimum": 1,
+                            "description": "topics judged by llm_fit and llm_rank (the most prevalent)"},
+        "exemplar_documents": {"type": "integer", "minimum": 1, "maximum": 50,
+                               "description": "highest-theta documents shown when the judge names a topic's category"},
+        "evaluation_documents": {"type": "integer", "minimum": 2, "maximum": 50,
+                                 "description": "documents drawn across theta that the judge fits and ranks"},
+        "excerpt_words": {"type": "integer", "minimum": 5, "description": "words of a document shown"},
+        "context_tokens": {"type": "integer", "minimum": 256, "description": "the endpoint's context, in tokens"},
     },
 }
 _JUDGE_FIELDS = {"temperature": "temperature", "rating_samples": "rating_samples", "intrusion_draws": "intrusion_draws",
-                 "max_topics": "max_topics", "retries_on_non_answers": "retries"}
+                 "max_topics": "max_topics", "retries_on_non_answers": "retries",
+                 **{name: name for name in ("document_topics", "exemplar_documents", "evaluation_documents",
+                                            "excerpt_words", "context_tokens")}}
 
 
 def check_llm_block(block: dict) -> None:
@@ -168,11 +179,14 @@ def check_llm_block(block: dict) -> None:
 
 def llm_settings(block: dict) -> tuple:
     """(:class:`LLMEndpoint`, :class:`~topicbench.core.metrics.llm_judging.JudgeSettings`) of a
-    config's ``llm:`` block (checked against :data:`LLM_SCHEMA` beforehand)."""
+    config's ``llm:`` block (checked against :data:`LLM_SCHEMA` beforehand); a context too small
+    for the document excerpts is refused here, before any work."""
+    from topicbench.core.metrics.llm_documents import excerpt_token_limit, token_counter
     from topicbench.core.metrics.llm_judging import JudgeSettings
 
     endpoint = LLMEndpoint(**{key: value for key, value in block.items() if key not in _JUDGE_FIELDS})
     judge = JudgeSettings(**{_JUDGE_FIELDS[key]: value for key, value in block.items() if key in _JUDGE_FIELDS})
+    excerpt_token_limit(judge, token_counter(None))
     return endpoint, judge
 
 

@@ -29,7 +29,9 @@ from topicbench.core.metrics.llm_judging import JudgeReply, JudgeRequest, is_ans
 
 # the names callers import from here
 from .llm_cache import ReplyCache, check_reply_cache  # noqa: F401
-from .llm_client import EndpointUnavailable, check_endpoint, post_chat  # noqa: F401
+from .llm_client import (  # noqa: F401
+    TOKENIZE_PATHS, EndpointUnavailable, check_endpoint, post_chat, tokenizer_count,
+)
 from .llm_endpoint import (  # noqa: F401
     CACHE_VARIABLE, LLM_SCHEMA, TOP_LOGPROBS, LLMEndpoint, LLMError, check_llm_block, judge_record, llm_settings,
     request_key,
@@ -60,6 +62,7 @@ class EndpointJudge:
         self._sessions = threading.local()
         self._gone: EndpointUnavailable | None = None
         self._warned = False
+        self._tokenize_path: str | None = None  # None: not asked yet; "": the endpoint has none
 
     def ask(self, requests_: list) -> list:
         """The replies to ``requests_``, in order: cached ones first, the others asked with up to
@@ -108,6 +111,30 @@ class EndpointJudge:
         self._record(request, key, reply, completion.prompt_tokens, completion.completion_tokens, cached=False,
                      started_ns=started, ended_ns=ended)
         return reply
+
+    def count_tokens(self, text: str) -> int:
+        """The tokens of ``text`` by the endpoint's tokenizer
+        (:func:`~topicbench.tasks.llm_client.tokenizer_count`, at the first of
+        :data:`~topicbench.tasks.llm_client.TOKENIZE_PATHS` that answers), or, where it has none
+        (known after the first text), the estimate the document-level metrics state
+        (:func:`~topicbench.core.metrics.llm_documents.token_counter`)."""
+        from topicbench.core.metrics.llm_documents import token_counter
+
+        if self._tokenize_path is None:
+            paths = TOKENIZE_PATHS
+        else:
+            paths = (self._tokenize_path,) if self._tokenize_path else ()
+        for path in paths:
+            counted = tokenizer_count(self.endpoint, text, path, session=self._session(),
+                                      deadline=time.monotonic() + self.endpoint.timeout)
+            if counted is not None:
+                self._tokenize_path = path
+                return counted
+        if self._tokenize_path is None:
+            logger.info("the LLM endpoint at %s has no tokenizer to ask (%s): document excerpts' tokens are estimated",
+                        self.endpoint.base_url, ", ".join(TOKENIZE_PATHS))
+        self._tokenize_path = ""  # none, or it stopped answering: estimates from now on
+        return token_counter(None)(text)
 
     def _check_budget(self) -> None:
         limit = self.endpoint.token_budget

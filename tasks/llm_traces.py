@@ -21,13 +21,13 @@ os.environ.setdefault("MLFLOW_ENABLE_ASYNC_TRACE_LOGGING", "false")
 
 
 def read_records(folder) -> list:
-    """The records of ``llm/requests.jsonl`` in a run's artifacts folder (none when absent)."""
-    from .fit import LLM_RECORDS
+    """The records of ``llm/requests.jsonl`` (the metrics' questions) and ``llm/fit_requests.jsonl``
+    (a model's own, TopicGPT's) in a run's artifacts folder (none when absent)."""
+    from .fit import LLM_FIT_RECORDS, LLM_RECORDS
 
-    path = Path(folder) / LLM_RECORDS
-    if not path.is_file():
-        return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    paths = [Path(folder) / name for name in (LLM_FIT_RECORDS, LLM_RECORDS)]
+    return [json.loads(line) for path in paths if path.is_file()
+            for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def log_traces(tracking_uri: str, experiment_id: str, run_id: str, records: list) -> int:

@@ -6,7 +6,11 @@ experiment tag ``mlflow.sharedViewState.KEY``: a JSON object of the table's stat
 ``metrics.`NAME``` and ``tags.`NAME```. Writing that tag is the one way to choose the columns the
 table opens with (there is no default-columns setting). A shared view does not carry which parent
 runs are expanded (a ``runsExpanded`` in it left the parent closed, in chromium against MLflow
-3.17): a benchmark's fits are one click away, under its parent run.
+3.17). What nests the fits under their parent is the table's order: MLflow's runs table nests child
+runs only when it is ordered by start time, or neither ordered nor filtered (``nestChildren`` in
+its bundle, ``mlflow/server/js/build``). So the view filters the table to the fits (the benchmark's
+fit filter) and orders them by run name (``corpus/model/seedN``): the fits show at once, flat,
+grouped by corpus and model, with no collapsed parent row of empty cells.
 """
 
 from __future__ import annotations
@@ -29,10 +33,12 @@ KEY_TAGS = ("corpus", "model", "seed")
 SHOWN_TOP_N = 10
 
 
-def runs_view_state(metric_names, requested=()) -> dict:
+def runs_view_state(metric_names, requested=(), fit_filter: str = "") -> dict:
     """The runs table's state: the scores of the ``requested`` metrics (registry names, in their
     order), then the key metrics, each where present in ``metric_names``, and the run's corpus,
-    model and seed as columns; newest runs first (the table's other settings at the UI's defaults)."""
+    model and seed as columns; the runs matching ``fit_filter`` (a search filter), by run name, so
+    that the fits show flat rather than under a collapsed parent (the module docstring), or with
+    no filter all runs, newest first (the table's other settings at the UI's defaults)."""
     present = set(metric_names)
     shown = [*requested_score_names(requested, present), *(name for name in KEY_METRICS if name in present)]
     columns = [f"metrics.`{name}`" for name in dict.fromkeys(shown)] + [f"tags.`{tag}`" for tag in KEY_TAGS]
@@ -40,7 +46,8 @@ def runs_view_state(metric_names, requested=()) -> dict:
         "selectedColumns": columns, "columnOrder": [], "columnWidths": {}, "runsHiddenMode": "FIRST_10_RUNS",
         "viewMaximized": False, "runListHidden": False, "isAccordionReordered": False,
         "useGroupedValuesInCharts": True, "hideEmptyCharts": True, "groupBy": None,
-        "orderByKey": "attributes.start_time", "orderByAsc": False, "searchFilter": "",
+        "orderByKey": "attributes.run_name" if fit_filter else "attributes.start_time", "orderByAsc": bool(fit_filter),
+        "searchFilter": fit_filter,
     }
 
 
@@ -67,6 +74,6 @@ def share_runs_view(client, experiment_id: str, *, fit_filter: str, requested=()
     view; returns the key for ``viewStateShareKey``."""
     fits = client.search_runs([experiment_id], fit_filter, max_results=500)
     names = {name for run in fits for name in run.data.metrics}
-    state = runs_view_state(names, requested)
+    state = runs_view_state(names, requested, fit_filter)
     client.set_experiment_tag(experiment_id, SHARED_VIEW_TAG_PREFIX + VIEW_KEY, json.dumps(state))
     return VIEW_KEY

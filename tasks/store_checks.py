@@ -1,4 +1,4 @@
-"""Whether a tracking store can be used, told before any work and without changing the store.
+"""Whether a tracking store can be used, told before any work and without changing what it holds.
 
 Every command checks its store here first (:func:`check_tracking_uri`): the URI's scheme, a
 tracking server's ``/health``, a sqlite database's file, integrity (``PRAGMA quick_check``) and
@@ -8,6 +8,7 @@ whose message names the store and the fix: the CLI prints it as one line. The en
 tracking settings are checked here too, and topicbench's defaults of MLflow's client set
 (:func:`use_tracking_defaults`, where runs start). Once runs are under way,
 :func:`store_unavailable` tells a store that is gone or full from one call that was wrong.
+The one change a check makes is :mod:`.moved_stores`'s: a copied sqlite store uses its own artifacts.
 """
 
 from __future__ import annotations
@@ -48,8 +49,9 @@ class TrackingError(RuntimeError):
 
 
 def check_tracking_uri(uri: str, timeout: float = 5.0) -> None:
-    """Fail fast, before any work and without creating or changing anything, if runs cannot be
-    tracked at ``uri``.
+    """Fail fast, before any work and without creating anything, if runs cannot be tracked at
+    ``uri``. The one change it makes: a sqlite store that was copied or moved is re-pointed to the
+    artifact folder beside it (:func:`~topicbench.tasks.moved_stores.follow_moved_store`).
 
     Parameters
     ----------
@@ -150,6 +152,9 @@ def _check_sqlite(uri: str, timeout: float) -> None:
             _wait_for_creation(path)
             tables, revision = _inspect_sqlite(path, timeout)
         check_mlflow_schema(tables, revision, f"the tracking database {path}", uri)
+        from .moved_stores import follow_moved_store
+
+        follow_moved_store(path, timeout)  # a copied store's artifacts: its own, never the original's
         return
     existing = next(folder for folder in [path.parent, *path.parent.parents] if folder.exists())
     if not existing.is_dir() or not can_write_in(existing):

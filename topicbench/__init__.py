@@ -7,3 +7,10 @@ The code lives in the repository's top-level folders, installed as sub-packages:
 """
 
 __version__ = "0.1.0"
+
+import os as _os
+
+# MLflow's telemetry thread sets and unsets an environment variable (_MLFLOW_TELEMETRY_SESSION_ID)
+# while Prefect reads os.environ, which can fail a run with a KeyError; and nothing here phones
+# home. A user who wants it back sets MLFLOW_DISABLE_TELEMETRY=false.
+_os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")

@@ -10,7 +10,9 @@ module                    what
 ``diversity``             topic diversity, inverted RBO
 ``posterior``             Σ log φ of assignments, RandK, matched-budget E-LDA (spec §4, Set 1)
 ``heldout``               per-word held-out log-likelihood and perplexity
-``labels``                accuracy / macro-F1 on document-topic features, NMI and purity
+``labels``                accuracy / macro-F1 on document-topic features; NMI, purity, harmonic purity, ARI
+``llm_judging``           word-level LLM judges: rating and intrusion of top words (Stammbach et al.)
+``llm_documents``         document-level LLM judges against θ: fit and rank (ProxAnn)
 ``stats``                 mean, sd and paired tests across seeds
 ``stability``             topic stability across seeds (Hungarian matching on JS / RBO), chance level
 ``registry``              ``METRICS``: every metric by name, its needs and direction

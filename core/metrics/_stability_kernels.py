@@ -50,6 +50,9 @@ LN2 = np.log(2.0)
 SERIES_RATIO = 0.05
 #: ... with the terms k = 2..SERIES_TERMS (see the module docstring for the error bound).
 SERIES_TERMS = 12
+#: Blocks of rows :func:`js_sparse_sparse` shares among its threads (a block holds a row's sums
+#: against every row of B): enough to balance 32 threads, few enough that allocating them is free.
+ROW_BLOCKS = 64
 
 
 class SparseRows(NamedTuple):
@@ -206,6 +209,16 @@ def _add_powers(out, x, x_min, n_terms):
 
 
 @nb.njit(**_SERIAL)
+def _add_powers_at(out, row, x, x_min, n_terms):
+    """:func:`_add_powers` into row ``row`` of a 2-d ``out`` (no view made per call)."""
+    ratio = x_min / x
+    power = x * ratio
+    for k in range(n_terms - 1):
+        power *= ratio
+        out[row, k] += power
+
+
+@nb.njit(**_SERIAL)
 def _terms_needed(u, most):
     """The fewest terms m (2 <= m <= most) whose first omitted one, u^(m+1) / ((m+1) m), is below
     1e-18 (times sum x / ln 2 <= 1.5: far under rounding); u <= SERIES_RATIO needs at most 12."""
@@ -247,7 +260,126 @@ def _unshared_sum(n_unshared, constant, x_min, sum_x, sum_log, scaled, removed, 
     return n_unshared * (c_log + c * (1.0 - 1.0 / LN2)) - c * sum_log + sum_x - series / LN2
 
 
-@nb.njit(**_PARALLEL)
+class ColumnRows(NamedTuple):
+    """A :class:`SparseRows`' stored entries by column (:func:`column_rows`): column v's entries
+    are those at ``starts[v]:starts[v + 1]`` of ``rows`` (ascending), ``values``, ``values_log``
+    (x log2 x) and ``log2``, copied in this order so that a pass over a column reads memory in
+    order."""
+
+    starts: np.ndarray
+    rows: np.ndarray
+    values: np.ndarray
+    values_log: np.ndarray
+    log2: np.ndarray
+
+
+class PairSums(NamedTuple):
+    """One row of A against every row j of B, summed over their shared stored words: per j,
+    whether the series applies (else the pair is merged exactly), its terms for A's and B's row,
+    how many words are shared, (sum f, sum x, sum y, sum log2 x, sum log2 y) over them, and the
+    moments taken off A's and B's row."""
+
+    series: np.ndarray
+    terms: np.ndarray
+    shared: np.ndarray
+    sums: np.ndarray
+    removed_a: np.ndarray
+    removed_b: np.ndarray
+
+
+@nb.njit(**_SERIAL)
+def column_rows(b, b_moments, n_columns):
+    """:class:`ColumnRows` of the stored entries of ``b`` (:class:`SparseRows`, with its
+    :class:`RowMoments`) over ``n_columns``."""
+    indptr, indices = b.indptr, b.indices
+    starts = np.zeros(n_columns + 1, dtype=np.int64)
+    for p in range(indices.shape[0]):
+        starts[indices[p] + 1] += 1
+    starts = np.cumsum(starts)
+    fill = starts[:-1].copy()
+    columns = ColumnRows(starts, np.empty(indices.shape[0], dtype=np.int64), np.empty(indices.shape[0]),
+                         np.empty(indices.shape[0]), np.empty(indices.shape[0]))
+    for r in range(indptr.shape[0] - 1):
+        for q in range(indptr[r], indptr[r + 1]):
+            at = fill[indices[q]]
+            columns.rows[at] = r
+            columns.values[at], columns.values_log[at] = b.values[q], b.values_log[q]
+            columns.log2[at] = b_moments.log2[q]
+            fill[indices[q]] += 1
+    return columns
+
+
+@nb.njit(**_SERIAL)
+def _choose_paths(i, a_moments, b, b_moments, constant_a, series_ratio, pair):
+    """Per row j of B, whether the pair (i, j) takes the series and with how many terms for each
+    row (``constant_a``: row i's constant; as :func:`_series_applies` and :func:`_terms_needed`)."""
+    n_terms = a_moments.scaled.shape[1] + 1
+    a_min = a_moments.smallest[i]
+    for j in range(b.constants.shape[0]):
+        cb = b.constants[j]
+        pair.series[j] = (_series_applies(cb, a_min, series_ratio)
+                          and _series_applies(constant_a, b_moments.smallest[j], series_ratio))
+        if pair.series[j]:
+            pair.terms[j, 0] = _terms_needed(cb / a_min, n_terms) if cb > 0.0 else 2
+            pair.terms[j, 1] = _terms_needed(constant_a / b_moments.smallest[j], n_terms) if constant_a > 0.0 else 2
+
+
+@nb.njit(**_SERIAL)
+def _add_shared(a, a_moments, i, b, b_moments, columns, pair):
+    """Add the shared stored words of row i of A and each row of B taking the series into
+    ``pair``: A's stored words in ascending column order, so each pair sums its shared words in
+    the order a walk over either row's stored columns meets them."""
+    ca = a.constants[i]
+    for p in range(a.indptr[i], a.indptr[i + 1]):
+        v = a.indices[p]
+        for k in range(columns.starts[v], columns.starts[v + 1]):
+            j = columns.rows[k]
+            if not pair.series[j]:
+                continue
+            x, y = a.values[p], columns.values[k]
+            pair.sums[j, 0] += _term(x, y, a.values_log[p], columns.values_log[k])
+            pair.shared[j] += 1
+            pair.sums[j, 1] += x
+            pair.sums[j, 2] += y
+            if b.constants[j] > 0.0:  # the moments are read only then
+                pair.sums[j, 3] += a_moments.log2[p]
+                _add_powers_at(pair.removed_a, j, x, a_moments.smallest[i], pair.terms[j, 0])
+            if ca > 0.0:
+                pair.sums[j, 4] += columns.log2[k]
+                _add_powers_at(pair.removed_b, j, y, b_moments.smallest[j], pair.terms[j, 1])
+
+
+@nb.njit(**_SERIAL)
+def _finish_row(a, a_moments, i, b, b_moments, pair, n_columns, out):
+    """JS divergences of row i of A with every row of B into ``out``: a pair taking the series
+    from its shared sums and both rows' moments, any other by the exact merge; ``pair`` is zeroed
+    again for the next row."""
+    ca, ca_log = a.constants[i], a.constants_log[i]
+    a_stored = a.indptr[i + 1] - a.indptr[i]
+    for j in range(b.constants.shape[0]):
+        if not pair.series[j]:
+            out[j] = _clip_half(_pair_exact(a, i, b, j, n_columns))
+            continue
+        cb, cb_log = b.constants[j], b.constants_log[j]
+        b_stored = b.indptr[j + 1] - b.indptr[j]
+        shared, sums = pair.shared[j], pair.sums[j]
+        total = sums[0]
+        total += _unshared_sum(a_stored - shared, (cb, cb_log), a_moments.smallest[i], a_moments.sums[i] - sums[1],
+                               a_moments.sum_logs[i] - sums[3], a_moments.scaled[i], pair.removed_a[j],
+                               pair.terms[j, 0])
+        total += _unshared_sum(b_stored - shared, (ca, ca_log), b_moments.smallest[j], b_moments.sums[j] - sums[2],
+                               b_moments.sum_logs[j] - sums[4], b_moments.scaled[j], pair.removed_b[j],
+                               pair.terms[j, 1])
+        total += (n_columns - a_stored - b_stored + shared) * _term(ca, cb, ca_log, cb_log)
+        out[j] = _clip_half(total)
+        if shared:
+            pair.shared[j] = 0
+            sums[:] = 0.0
+            pair.removed_a[j, :] = 0.0
+            pair.removed_b[j, :] = 0.0
+
+
+@nb.njit(**_SERIAL)
 def js_sparse_sparse(a, a_moments, b, b_moments, n_columns, series_ratio):
     """JS divergences between the rows of two constant-plus-sparse matrices (:class:`SparseRows`,
     with their :class:`RowMoments`).
@@ -255,58 +387,36 @@ def js_sparse_sparse(a, a_moments, b, b_moments, n_columns, series_ratio):
     A pair whose constants are small next to the other row's stored values (or 0; see
     :func:`_series_applies`) is summed over its shared stored words only, the words one row alone
     stores coming from that row's moments minus the shared words' (the series of the module
-    docstring); any other pair by the exact merge (:func:`_pair_exact`).
+    docstring); any other pair by the exact merge (:func:`_pair_exact`). The shared words are
+    found through B's stored entries by column (:func:`column_rows`): a row of A costs its stored
+    words times the rows of B storing each, plus a constant per row of B, not a pass over every
+    row of B's stored words.
     """
-    n_a, n_b = a.constants.shape[0], b.constants.shape[0]
-    n_terms = a_moments.scaled.shape[1] + 1
-    a_min, a_sum, a_sum_log, a_scaled, a_log2 = (a_moments.smallest, a_moments.sums, a_moments.sum_logs,
-                                                 a_moments.scaled, a_moments.log2)
-    b_min, b_sum, b_sum_log, b_scaled, b_log2 = (b_moments.smallest, b_moments.sums, b_moments.sum_logs,
-                                                 b_moments.scaled, b_moments.log2)
-    out = np.empty((n_a, n_b), dtype=np.float64)
-    for i in nb.prange(n_a):
-        ca, ca_log = a.constants[i], a.constants_log[i]
-        a_start, a_stop = a.indptr[i], a.indptr[i + 1]
-        position = np.full(n_columns, -1, dtype=np.int64)  # row i's stored entry at each column
-        for p in range(a_start, a_stop):
-            position[a.indices[p]] = p
-        removed_a = np.zeros(n_terms - 1)
-        removed_b = np.zeros(n_terms - 1)
-        for j in range(n_b):
-            cb, cb_log = b.constants[j], b.constants_log[j]
-            b_start, b_stop = b.indptr[j], b.indptr[j + 1]
-            if not (_series_applies(cb, a_min[i], series_ratio) and _series_applies(ca, b_min[j], series_ratio)):
-                out[i, j] = _clip_half(_pair_exact(a, i, b, j, n_columns))
-                continue
-            a_terms = _terms_needed(cb / a_min[i], n_terms) if cb > 0.0 else 2
-            b_terms = _terms_needed(ca / b_min[j], n_terms) if ca > 0.0 else 2
-            total = 0.0
-            shared = 0
-            a_x, a_log, b_x, b_log = 0.0, 0.0, 0.0, 0.0
-            removed_a[:a_terms - 1] = 0.0
-            removed_b[:b_terms - 1] = 0.0
-            for q in range(b_start, b_stop):
-                p = position[b.indices[q]]
-                if p < 0:
-                    continue
-                x, y = a.values[p], b.values[q]
-                total += _term(x, y, a.values_log[p], b.values_log[q])
-                shared += 1
-                a_x += x
-                b_x += y
-                if cb > 0.0:  # the moments are read only then
-                    a_log += a_log2[p]
-                    _add_powers(removed_a, x, a_min[i], a_terms)
-                if ca > 0.0:
-                    b_log += b_log2[q]
-                    _add_powers(removed_b, y, b_min[j], b_terms)
-            total += _unshared_sum(a_stop - a_start - shared, (cb, cb_log), a_min[i], a_sum[i] - a_x,
-                                   a_sum_log[i] - a_log, a_scaled[i], removed_a, a_terms)
-            total += _unshared_sum(b_stop - b_start - shared, (ca, ca_log), b_min[j], b_sum[j] - b_x,
-                                   b_sum_log[j] - b_log, b_scaled[j], removed_b, b_terms)
-            total += (n_columns - (a_stop - a_start) - (b_stop - b_start) + shared) * _term(ca, cb, ca_log, cb_log)
-            out[i, j] = _clip_half(total)
+    out = np.empty((a.constants.shape[0], b.constants.shape[0]), dtype=np.float64)
+    _js_blocks(a, a_moments, b, b_moments, column_rows(b, b_moments, n_columns), series_ratio, out)
     return out
+
+
+@nb.njit(**_PARALLEL)
+def _js_blocks(a, a_moments, b, b_moments, columns, series_ratio, out):
+    """:func:`js_sparse_sparse` in parallel over blocks of A's rows (i, i + n_blocks, ...), each
+    block with its own :class:`PairSums`."""
+    n_blocks = min(out.shape[0], ROW_BLOCKS)
+    for block in nb.prange(n_blocks):
+        _block_rows(a, a_moments, b, b_moments, columns, series_ratio, (block, n_blocks), out)
+
+
+@nb.njit(**_SERIAL)
+def _block_rows(a, a_moments, b, b_moments, columns, series_ratio, span, out):
+    """Rows ``span[0]``, ``span[0] + span[1]``, ... of :func:`js_sparse_sparse`'s ``out``."""
+    n_b, n_terms = b.constants.shape[0], a_moments.scaled.shape[1] + 1
+    pair = PairSums(np.zeros(n_b, dtype=np.bool_), np.full((n_b, 2), 2, dtype=np.int64),
+                    np.zeros(n_b, dtype=np.int64), np.zeros((n_b, 5)), np.zeros((n_b, n_terms - 1)),
+                    np.zeros((n_b, n_terms - 1)))
+    for i in range(span[0], out.shape[0], span[1]):
+        _choose_paths(i, a_moments, b, b_moments, a.constants[i], series_ratio, pair)
+        _add_shared(a, a_moments, i, b, b_moments, columns, pair)
+        _finish_row(a, a_moments, i, b, b_moments, pair, columns.starts.shape[0] - 1, out[i])
 
 
 # a cached kernel loads without numba's compiler start-up (0.3-0.5 s a process): see _kernel_cache

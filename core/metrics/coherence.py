@@ -410,26 +410,32 @@ def coherence(topics, reference: Corpus, measures=("umass", "uci", "npmi", "cv")
     window_of = measure_windows(measures, windows)
     resolved = resolve_reference_topics(topics, reference, top_n, oov=oov)
     cache = counts if counts is not None else {}
-    fingerprint = reference.fingerprint()
-    pairs = None
     for window in dict.fromkeys(window_of.values()):
-        key = (fingerprint, window)
-        cached = cache.get(key)
-        if cached is not None and not cached.is_dense and pairs is None:
-            pairs = topic_pairs(resolved.word_ids)
-        if cached is not None and cached.covers(resolved.word_ids, None if cached.is_dense else pairs):
-            continue
-        if cached is not None and cached.is_dense:  # extend the cached word set rather than replace it
-            words = np.union1d(cached.word_ids, resolved.word_ids)
-            if len(words) <= DENSE_COUNTS_MAX_WORDS:
-                cache[key] = CooccurrenceCounts.build(reference, window, words)
-                continue
-        cache[key] = count_for_topics(reference, window, resolved.word_ids)
+        counts_covering(cache, reference, window, resolved.word_ids, lambda: topic_pairs(resolved.word_ids))
     return {
-        name: _score_resolved(cache[(fingerprint, window)], resolved, name, epsilon=epsilon,
+        name: _score_resolved(cache[(reference.fingerprint(), window)], resolved, name, epsilon=epsilon,
                               smoothing=smoothing, gamma=gamma)
         for name, window in window_of.items()
     }
+
+
+def counts_covering(cache: dict, reference: Corpus, window: int | None, word_ids, pairs: Callable) -> CooccurrenceCounts:
+    """The counts of ``reference`` at ``window`` in ``cache`` (keyed (reference fingerprint,
+    window)) that cover the words ``word_ids`` and the pairs ``pairs()`` (reference ids, shape
+    (n, 2): the pairs of words that share a topic; called only where needed); where the cached
+    counts do not cover them, counted again (over the union of the cached and the new words while
+    that stays dense) and cached in their place."""
+    key = (reference.fingerprint(), window)
+    cached = cache.get(key)
+    if cached is not None and cached.covers(word_ids, None if cached.is_dense else pairs()):
+        return cached
+    words = np.unique(np.asarray(word_ids, dtype=np.int64))
+    if cached is not None and cached.is_dense:  # extend the cached word set rather than replace it
+        union = np.union1d(cached.word_ids, words)
+        words = union if len(union) <= DENSE_COUNTS_MAX_WORDS else words
+    dense = len(words) <= DENSE_COUNTS_MAX_WORDS
+    cache[key] = CooccurrenceCounts.build(reference, window, words, pairs=None if dense else pairs())
+    return cache[key]
 
 
 

@@ -4,8 +4,14 @@ r"""Label-based scores for corpora with document labels (e.g. m10).
   features θ_d (the columns of the topic-document matrix) is trained on one split and scored on
   the other: accuracy and macro-F1 = (1/C) Σ_c F1_c.
 - Clustering of each document's main topic m_d = argmax_k θ_d[k] (ties: the lowest k):
-  NMI(labels, m) (arithmetic normalisation, scikit-learn's default) and
-  purity = (1/D) Σ_k max_c |{d : m_d = k, y_d = c}|.
+  NMI(labels, m) (arithmetic normalisation, scikit-learn's default),
+  purity = (1/D) Σ_k max_c n_kc with n_kc = |{d : m_d = k, y_d = c}|, inverse purity = (1/D)
+  Σ_c max_k n_kc (how whole each label stays), harmonic purity = (1/D) Σ_c n_c max_k F_kc with
+  F_kc = 2 P_kc R_kc / (P_kc + R_kc), P_kc = n_kc / n_k, R_kc = n_kc / n_c (the F-measure of
+  Amigó et al. 2009, as TopicGPT's code computes it: ``topicgpt_python/utils.py::calculate_purity``,
+  Pham et al., NAACL 2024; not the harmonic mean of purity and inverse purity), and the adjusted
+  Rand index ARI(labels, m) (Hubert and Arabie 1985; scikit-learn's). Purity alone rewards many
+  topics (one document a topic scores 1); inverse purity, harmonic purity and ARI do not.
 
 >>> clustering_scores(np.array([[0.9, 0.8, 0.1], [0.1, 0.2, 0.9]]), ["x", "x", "y"])["purity"]
 1.0
@@ -61,17 +67,23 @@ def main_topics(doc_topic) -> np.ndarray:
 
 
 def clustering_scores(doc_topic, labels) -> dict:
-    """NMI and purity of each document's main topic against its label."""
-    from sklearn.metrics import normalized_mutual_info_score
+    """NMI, purity, inverse purity, harmonic purity and ARI of each document's main topic against
+    its label (the module's formulas)."""
+    from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
 
     theta, labels = _check_doc_topic(doc_topic, labels)
     clusters = main_topics(theta)
     _, label_ids = np.unique(labels, return_inverse=True)
     table = np.zeros((theta.shape[0], label_ids.max() + 1), dtype=np.int64)
     np.add.at(table, (clusters, label_ids), 1)
+    topic_sizes, label_sizes = table.sum(axis=1, keepdims=True), table.sum(axis=0, keepdims=True)
+    f_measure = 2 * table / (topic_sizes + label_sizes)  # 2PR / (P + R) = 2 n_kc / (n_k + n_c); n_c >= 1
     return {
         "nmi": float(normalized_mutual_info_score(labels, clusters)),
         "purity": float(table.max(axis=1).sum() / len(labels)),
+        "inverse_purity": float(table.max(axis=0).sum() / len(labels)),
+        "harmonic_purity": float((label_sizes.ravel() * f_measure.max(axis=0)).sum() / len(labels)),
+        "ari": float(adjusted_rand_score(labels, clusters)),
     }
 
 

@@ -48,6 +48,9 @@ INTRUSION_PROMPT = (
     "the word that is most out of place.\nReply with a single word."
 )
 RATINGS = ("1", "2", "3")
+#: task -> ``check(request, reply) -> bool``, for the tasks other modules ask (their questions are
+#: built there, so a check is registered before any of them is asked): :func:`is_answer` reads it.
+ANSWER_CHECKS: dict = {}
 _TASK_IDS = {"rating": 1, "intrusion": 2}
 
 
@@ -74,7 +77,21 @@ class JudgeSettings:
     retries : int
         Further requests when a reply is not an answer, before it counts as missing.
     temperature : float
-        Sampling temperature (Stammbach et al.: 1.0 for ratings).
+        Sampling temperature (Stammbach et al.: 1.0 for ratings); the document-level tasks ask
+        their first time at 0 (ProxAnn) and sample further answers at this temperature.
+    document_topics : int
+        Topics judged per output by ``llm_fit`` and ``llm_rank``: the most prevalent ones (ProxAnn's
+        study: 8 a model).
+    exemplar_documents : int
+        Highest-θ documents shown with the top words when the judge names a topic's category
+        (ProxAnn: 7).
+    evaluation_documents : int
+        Documents drawn across θ whose fit the judge rates and ranks (ProxAnn: 7; ranking asks
+        every pair in both orders, n (n - 1) requests).
+    excerpt_words : int
+        Words of a document shown, extended to the end of the sentence (ProxAnn: 100).
+    context_tokens : int
+        The endpoint's context; excerpts are shortened so that the longest prompt fits.
     """
 
     top_words: int = 10
@@ -85,6 +102,11 @@ class JudgeSettings:
     max_topics: int = 50
     retries: int = 2
     temperature: float = 1.0
+    document_topics: int = 8
+    exemplar_documents: int = 7
+    evaluation_documents: int = 7
+    excerpt_words: int = 100
+    context_tokens: int = 2048
 
 
 @dataclass(frozen=True)
@@ -272,6 +294,8 @@ def is_answer(request: JudgeRequest, reply: JudgeReply) -> bool:
         return expected_rating(reply.top_logprobs) is not None or parse_rating(reply.text) is not None
     if request.task == "intrusion":
         return parse_intruder(reply.text, shown_words(request)) is not None
+    if request.task in ANSWER_CHECKS:
+        return ANSWER_CHECKS[request.task](request, reply)
     return bool(reply.text)
 
 

@@ -7,19 +7,23 @@ uses) is not an error: :func:`unmet_need` returns a :class:`MetricNotApplicable`
 scoring records that reason and goes on. :class:`~topicbench.core.validation.InputError` is kept for
 bad input (a malformed matrix, an unknown setting), which still raises.
 
-==================  ==========================================================================
-``token_topics``    the output's per-token topics (``output.token_topics``)
-``labels``          document labels of two or more classes (``MetricInputs.labels``, or else ``corpus.labels``)
-``heldout``         ``MetricInputs.heldout_corpus`` and the model's θ for it (``MetricRun.heldout_doc_topic``)
-``top_words``       a non-empty N grid, every topic at least its largest N words long
-``rbo_words``       every topic at least ``MetricSettings.rbo_top_n`` words long
-``two_topics``      two or more topics
-``corpus``          the corpus the model was fitted on (token order of ``token_topics``)
-``reference``       a reference corpus (``reference``, or else ``corpus``) that uses every scored topic word
-``word_vectors``    word vectors (given, or built by the context) for every scored topic word
-``rng``             ``MetricRun.rng``, a ``numpy.random.Generator``
-``llm``             an LLM judge in the context, every judged topic at least its ``top_words`` words long
-==================  ==========================================================================
+====================  ==========================================================================
+``token_topics``      the output's per-token topics (``output.token_topics``)
+``labels``            document labels of two or more classes (``MetricInputs.labels``, or else ``corpus.labels``)
+``heldout``           ``MetricInputs.heldout_corpus`` and the model's θ for it (``MetricRun.heldout_doc_topic``)
+``top_words``         a non-empty N grid, every topic at least its largest N words long
+``rbo_words``         every topic at least ``MetricSettings.rbo_top_n`` words long
+``two_topics``        two or more topics
+``corpus``            the corpus the model was fitted on (token order of ``token_topics``)
+``reference``         a reference corpus (``reference``, or else ``corpus``) that uses every scored topic word
+``out_of_reference``  a reference corpus that lacks some of the topics' top words and has at least two of
+                      some topic's (the coherence over the in-reference words, scored in the full one's place)
+``word_vectors``      word vectors (given, or built by the context) for every scored topic word
+``rng``               ``MetricRun.rng``, a ``numpy.random.Generator``
+``llm``               an LLM judge in the context, every judged topic at least its ``top_words`` words long
+``documents``         the corpus the model was fitted on, θ over its documents, and as many documents as a
+                      topic shows (``JudgeSettings.exemplar_documents + evaluation_documents``)
+====================  ==========================================================================
 """
 
 from __future__ import annotations
@@ -28,7 +32,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..config import IN_REFERENCE_MIN_WORDS
 from ._topics import too_short, topic_word_problem
+from .coherence_in_reference import has_out_of_reference_words, in_reference_top_words
 from .context import MetricRun
 
 
@@ -124,6 +130,20 @@ def _reference(output, run: MetricRun):
     return None if problem is None else Missing(problem, f"topic words the reference corpus uses: {problem}")
 
 
+def _out_of_reference(output, run: MetricRun):
+    reference = run.inputs.reference_corpus
+    if reference is None:
+        return Missing("no reference corpus", "a reference corpus: set MetricInputs(reference=...) or corpus=...")
+    n, known = max(run.top_n, default=1), run.context.reference_known()
+    if not has_out_of_reference_words(output.topics, reference.word_index, known, n):
+        return Missing(f"every top {n} word of {output.model}'s topics occurs in the reference corpus {reference.name!r}",
+                       "top words out of the reference corpus (the full measure applies)")
+    if all(len(ids) < IN_REFERENCE_MIN_WORDS for ids in in_reference_top_words(output.topics, reference.word_index, known, n)):
+        return Missing(f"no topic of {output.model} keeps {IN_REFERENCE_MIN_WORDS} of its top {n} words in the reference "
+                       f"corpus {reference.name!r}", f"topics with {IN_REFERENCE_MIN_WORDS} top words in the reference corpus")
+    return None
+
+
 def _word_vectors(output, run: MetricRun):
     if not run.context.has_word_vectors:
         return Missing("no word vectors", "word vectors: set MetricInputs(word_vectors=..., vector_vocabulary=...)")
@@ -147,6 +167,23 @@ def _llm(output, run: MetricRun):
                    f"topics of at least {depth} words") if short else None
 
 
+def _documents(output, run: MetricRun):
+    corpus = run.inputs.corpus
+    if corpus is None:
+        return Missing("no corpus the model was fitted on",
+                       "the documents the model was fitted on: set MetricInputs(corpus=...)")
+    columns = output.topic_document_matrix.shape[1]
+    if columns != corpus.n_documents:
+        return Missing(f"{output.model}'s theta covers {columns} documents, the corpus {corpus.n_documents}",
+                       "theta over the documents of MetricInputs.corpus")
+    settings = run.context.judge_settings
+    shown = settings.exemplar_documents + settings.evaluation_documents
+    if corpus.n_documents < shown:
+        return Missing(f"the corpus has {corpus.n_documents} documents, fewer than the {shown} shown per topic",
+                       f"at least {shown} documents (llm.exemplar_documents + llm.evaluation_documents)")
+    return None
+
+
 _CHECKS = {
     "token_topics": _token_topics,
     "labels": _labels,
@@ -156,9 +193,11 @@ _CHECKS = {
     "two_topics": _two_topics,
     "corpus": _corpus,
     "reference": _reference,
+    "out_of_reference": _out_of_reference,
     "word_vectors": _word_vectors,
     "rng": _rng,
     "llm": _llm,
+    "documents": _documents,
 }
 
 #: Names a metric may list in ``needs``.

@@ -12,6 +12,9 @@ naming the first unmet need, and returns a flat ``dict`` of named float scores:
   (``"inverted_rbo@10"`` uses ``settings.rbo_top_n``);
 - corpus-level metrics return their own name (``"log_likelihood_own"``) or the names listed in
   ``spec.outputs`` (``"classification_accuracy"``, ``"classification_macro_f1"``).
+- a coherence whose topics have top words the reference corpus lacks does not apply; in its place
+  it scores those words the reference has (:meth:`MetricSpec.in_reference_scores`):
+  ``"npmi_in_reference@10"`` and ``"npmi_in_reference_topics@10"``, the topics it averages.
 
 To score an output with several metrics, recording the ones that do not apply, use
 :func:`topicbench.core.metrics.scoring.score`.
@@ -33,11 +36,13 @@ from ..output import TopicModelOutput
 from ..registry import Registry
 from ..validation import InputError
 from . import coherence as coherence_module
+from .coherence_in_reference import IN_REFERENCE, IN_REFERENCE_TOPICS, coherence_in_reference
 from .context import MetricContext, MetricRun
 from .diversity import inverted_rbo, topic_diversity
 from .embedding import embedding_coherence
 from .heldout import heldout_log_likelihood
 from .labels import classification_scores, clustering_scores
+from .llm_documents import fit_agreement, rank_agreement, topic_questions
 from .llm_judging import judge_intrusion, judge_ratings
 from .needs import NEEDS, MetricNotApplicable, unmet_need
 from .posterior import (
@@ -46,6 +51,10 @@ from .posterior import (
     matched_budget_elda,
     randk_log_likelihood,
 )
+
+
+#: What must hold for a coherence's in-reference score (:meth:`MetricSpec.in_reference_scores`).
+IN_REFERENCE_NEEDS = ("top_words", "out_of_reference")
 
 
 @dataclass(frozen=True)
@@ -67,6 +76,12 @@ class MetricSpec:
     outputs : tuple of str
         Keys returned when they are not ``name`` or ``name@N``.
     description : str
+    in_reference : callable or None
+        For a coherence over the reference corpus: ``in_reference(output, run) -> dict``, the same
+        measure over each topic's top words that the reference has
+        (:mod:`~topicbench.core.metrics.coherence_in_reference`), scored in the metric's place
+        where some top words are out of the reference (:meth:`in_reference_scores`), with keys
+        ``<name>_in_reference@N`` and ``<name>_in_reference_topics@N`` (the topics scored).
     """
 
     name: str
@@ -76,6 +91,7 @@ class MetricSpec:
     aggregate: str = "mean over topics"
     outputs: tuple = ()
     description: str = ""
+    in_reference: Callable | None = None
 
     def __post_init__(self):
         unknown = sorted(set(self.needs) - set(NEEDS))
@@ -99,8 +115,18 @@ class MetricSpec:
         return self.compute_scores(output, run)
 
     def owns(self, key: str) -> bool:
-        """Whether ``key`` is one of the keys this metric returns."""
-        return key == self.name or key.split("@", 1)[0] == self.name or key in self.outputs
+        """Whether ``key`` is one of the keys this metric returns (its in-reference ones included)."""
+        prefix = key.split("@", 1)[0]
+        in_reference = (f"{self.name}{IN_REFERENCE}", f"{self.name}{IN_REFERENCE_TOPICS}") if self.in_reference else ()
+        return key == self.name or prefix == self.name or key in self.outputs or prefix in in_reference
+
+    def in_reference_scores(self, output: TopicModelOutput, run: MetricRun) -> dict:
+        """The metric over the top words the reference has, where some of the topics' top words are
+        out of the reference and a topic keeps two in it (else, or without ``in_reference``, empty):
+        the score a table shows beside the metric's gap."""
+        if self.in_reference is None or unmet_need(self.name, IN_REFERENCE_NEEDS, output, run):
+            return {}
+        return {key: float(value) for key, value in self.in_reference(output, run).items()}
 
     def best_index(self, values) -> int | None:
         """Index of the best of several models' values (NaN ignored; None if all are NaN)."""
@@ -153,11 +179,26 @@ def _coherence_metric(measure: str) -> Callable:
     return compute
 
 
+def _in_reference_metric(measure: str) -> Callable:
+    def compute(output: TopicModelOutput, run: MetricRun) -> dict:
+        settings = run.settings
+        results = coherence_in_reference(
+            output.topics, run.inputs.reference_corpus, (measure,), run.top_n, known=run.context.reference_known(),
+            epsilon=settings.epsilon, smoothing=settings.smoothing, gamma=settings.gamma,
+            windows=settings.windows, counts=run.context.counts,
+        )
+        run.keep_topic_scores(results[measure].per_topic_by_key())
+        return results[measure].as_dict()
+
+    compute.__name__ = f"{measure}_in_reference"
+    return compute
+
+
 for _measure in coherence_module.MEASURES.values():
     _register(MetricSpec(
         name=_measure.name, compute=_coherence_metric(_measure.name),
         higher_is_better=_measure.higher_is_better, needs=("top_words", "reference"),
-        description=_measure.description,
+        description=_measure.description, in_reference=_in_reference_metric(_measure.name),
     ))
 
 
@@ -279,8 +320,10 @@ _register(MetricSpec(
 _register(MetricSpec(
     "clustering",
     lambda output, run: clustering_scores(output.topic_document_matrix, run.inputs.document_labels),
-    True, ("labels",), aggregate="over documents", outputs=("nmi", "purity"),
-    description="NMI and purity of each document's main topic against its label",
+    True, ("labels",), aggregate="over documents",
+    outputs=("nmi", "purity", "inverse_purity", "harmonic_purity", "ari"),
+    description="NMI, purity, inverse purity, harmonic purity (TopicGPT's F-measure) and adjusted Rand index of "
+                "each document's main topic against its label",
 ))
 
 
@@ -312,4 +355,37 @@ _register(MetricSpec(
     outputs=("llm_intrusion", "llm_intrusion_answered"),
     description="how often an LLM picks the intruder among a topic's top words (Chang et al. 2009); "
                 "llm_intrusion_answered: the share of topics with an answered draw",
+))
+
+
+# ------------------------------------------------------------------------------------------------
+# Topics as people use them, asked of an LLM: documents against theta (llm_documents, ProxAnn)
+# ------------------------------------------------------------------------------------------------
+
+
+def _document_metric(name: str, agreement: Callable) -> Callable:
+    def compute(output: TopicModelOutput, run: MetricRun) -> dict:
+        judge, settings = run.context.judge, run.context.judge_settings
+        questions = topic_questions(output, run.inputs.corpus, judge, settings, output.seed or 0)
+        judged = agreement(questions, judge, settings)
+        run.keep_topic_scores({name: judged.per_topic(len(output.topics))})
+        return {name: judged.mean(), f"{name}_answered": judged.answered / max(len(judged.topics), 1)}
+
+    compute.__name__ = name
+    return compute
+
+
+_register(MetricSpec(
+    "llm_fit", _document_metric("llm_fit", fit_agreement), True, ("llm", "documents"),
+    aggregate="mean over the most prevalent topics of Kendall's tau-b", outputs=("llm_fit", "llm_fit_answered"),
+    description="Kendall's tau-b between theta and an LLM's 1-5 fit of evaluation documents to the category it "
+                "named from the topic's top words and exemplar documents (ProxAnn, Hoyle et al. 2025); "
+                "llm_fit_answered: the share of topics with a tau",
+))
+_register(MetricSpec(
+    "llm_rank", _document_metric("llm_rank", rank_agreement), True, ("llm", "documents"),
+    aggregate="mean over the most prevalent topics of Kendall's tau-b", outputs=("llm_rank", "llm_rank_answered"),
+    description="Kendall's tau-b between theta and an LLM's ranking (Bradley-Terry over pairwise choices) of "
+                "evaluation documents by their relation to that category (ProxAnn, Hoyle et al. 2025); "
+                "llm_rank_answered: the share of topics with a tau",
 ))

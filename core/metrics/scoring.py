@@ -12,6 +12,13 @@ ranks). Such an output is scored at the N its shortest topic allows, the same N 
 and the left-out N are recorded among the skipped entries under the key ``"top_n N1,N2"`` with the
 reason ``"<model>'s shortest topic has S words"``. When no N fits, the topic-level metrics are
 skipped with that reason.
+
+Out-of-reference words
+----------------------
+A coherence whose topics rank words the reference corpus lacks is skipped with that reason, and
+scored in its place over each topic's top words the reference has (``npmi_in_reference@10``, and
+``npmi_in_reference_topics@10`` the topics scored; :mod:`~topicbench.core.metrics.coherence_in_reference`):
+a fit with such words gets both the reason and the partial score, any other fit neither.
 """
 
 from __future__ import annotations
@@ -96,6 +103,7 @@ def score(output: TopicModelOutput, context: MetricContext, metrics, *, seed: in
         problem = spec.not_applicable(output, run)
         if problem is not None:
             skipped[name] = problem.reason
+            values.update(spec.in_reference_scores(output, run))
             continue
         result = spec.compute_scores(output, run)
         clash = sorted(set(result) & set(values))

@@ -1,6 +1,6 @@
 r"""Similarity of every topic of one run with every topic of another, on a stated measure; each
 run's topics are prepared once for their measure, then compared pair by pair (the first step of
-:mod:`.stability`):
+:mod:`topicbench.core.metrics.stability`):
 
 - ``"jensen_shannon"``: s(p, q) = 1 − √JSD₂(p, q) on the topic-word distributions, where
   JSD₂(p, q) = ½ KL(p ‖ m) + ½ KL(q ‖ m), m = (p + q)/2, in bits (Lin 1991), so √JSD₂

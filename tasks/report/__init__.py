@@ -13,6 +13,7 @@ A pipeline of three steps, each in its own modules; only the two ends touch anyt
 
 **Build** (pure functions of the run table)
 
+- :mod:`.lead` -- the opening lines (what the report rests on, what is not finished yet).
 - :mod:`.sections` -- the section registry and :func:`~.sections.build_report`: the config names
   the sections, each a function of :class:`~.sections.ReportData`.
 - :mod:`.summary` -- the summary: K and seeds per cell, the caution on K, matched-K scores, gaps
@@ -26,6 +27,8 @@ A pipeline of three steps, each in its own modules; only the two ends touch anyt
 **Write** (side effects: files)
 
 - :mod:`.plots` -- static plots (PNG, matplotlib), :mod:`.interactive` -- the HTML's plots.
+- :mod:`.plot_cache` -- plots already drawn, kept in the report folder (an unchanged report
+  redraws nothing).
 - :mod:`.render` -- Markdown and HTML from the built report.
 - :mod:`.write` -- the report's files, each written whole or not at all.
 

@@ -186,15 +186,23 @@ def figure_html(figure, div_id: str) -> str:
                           config={"displaylogo": False, "responsive": True})
 
 
-def interactive_plots(plots, runs: pd.DataFrame, models) -> dict:
+def interactive_plots(plots, runs: pd.DataFrame, models, cache=None) -> dict:
     """file name -> HTML of the interactive figure, for every plot request that has one and
-    something to draw (``models`` fixes each model's style, as for the PNG plots)."""
+    something to draw (``models`` fixes each model's style, as for the PNG plots); with a
+    :class:`~.plot_cache.PlotCache`, a figure made before from the same request and runs is taken
+    from it (Plotly is imported only to draw)."""
     styles = static.model_styles(models)
     drawn = {}
     for number, plot in enumerate(plots):
         if plot.interactive is None:
             continue
-        figure = plot.interactive(runs, styles)
-        if figure is not None:
-            drawn[plot.file_name] = figure_html(figure, f"plot-{number}")
+        key = cache.key(plot, "html", extra=f"plot-{number}") if cache is not None else None
+        kept = cache.get(key) if key is not None else None
+        if kept is None:
+            figure = plot.interactive(runs, styles)
+            kept = figure_html(figure, f"plot-{number}").encode("utf-8") if figure is not None else b""
+            if key is not None:
+                cache.put(key, kept)
+        if kept:
+            drawn[plot.file_name] = kept.decode("utf-8")
     return drawn

@@ -329,24 +329,42 @@ def duration_label(seconds: float) -> str:
     return f"{seconds:g} s"
 
 
-def write_plots(plots, runs: pd.DataFrame, folder, models) -> dict:
+def write_plots(plots, runs: pd.DataFrame, folder, models, cache=None) -> dict:
     """Draw every plot request (see ``sections.Plot``) and write it as PNG into ``folder``;
     returns file name -> path for those that had something to draw. ``models`` fixes each model's
-    style for all of them."""
-    plt = _pyplot()
+    style for all of them. With a :class:`~.plot_cache.PlotCache`, a plot drawn before from the
+    same request and runs is copied from it, not drawn (matplotlib is imported only to draw)."""
     folder = Path(folder)
     styles = model_styles(models)
     written = {}
     for plot in plots:
-        figure = plot.draw(runs, styles)
-        if figure is None:
+        key = cache.key(plot, "png") if cache is not None else None
+        content = cache.get(key) if key is not None else None
+        if content is None:
+            content = _drawn_png(plot, runs, styles)
+            if key is not None:
+                cache.put(key, content)
+        if not content:  # nothing to draw (kept as such: an empty entry)
             continue
         path = folder / plot.file_name
-        try:
-            with replaced_atomically(path) as temporary:
-                # "tight" keeps the legends outside the axes inside the image
-                figure.savefig(temporary, format="png", dpi=DPI, bbox_inches="tight")
-        finally:
-            plt.close(figure)
+        with replaced_atomically(path) as temporary:
+            Path(temporary).write_bytes(content)
         written[plot.file_name] = path
     return written
+
+
+def _drawn_png(plot, runs: pd.DataFrame, styles: dict) -> bytes:
+    """The plot drawn as PNG bytes; empty when it has nothing to draw."""
+    import io
+
+    plt = _pyplot()  # the Agg backend, before any drawing function imports pyplot
+    figure = plot.draw(runs, styles)
+    if figure is None:
+        return b""
+    buffer = io.BytesIO()
+    try:
+        # "tight" keeps the legends outside the axes inside the image
+        figure.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight")
+    finally:
+        plt.close(figure)
+    return buffer.getvalue()

@@ -30,7 +30,7 @@ from .interactive import plotly_script
 from .sections import Plot, Report, Section
 from .statistics import Flip
 from .summary import footnote_mark
-from .tables import Estimate, Gap, ReportTable, Share, TopicWords
+from .tables import Estimate, Gap, PartialValue, ReportTable, Share, TopicWords
 from .text import display_text, markdown_paragraph, markdown_text, to_html, to_markdown
 
 MISSING = "–"
@@ -150,6 +150,13 @@ def format_topic(topic: TopicWords) -> str:
     return " ".join(topic.words) + (f" ({' · '.join(facts)})" if facts else "")
 
 
+def format_partial(partial: PartialValue, spread: bool = True) -> str:
+    """What a gap shows beside its dash, labelled: `` (in-reference words: 0.052, 3 of 4 topics)``."""
+    of = f" of {format_quantity(float(partial.of), 'count')}" if partial.of is not None else ""
+    return (f" (in-reference words: {format_estimate(partial.value, spread=spread)}, "
+            f"{format_quantity(float(partial.topics), 'count')}{of} topics)")
+
+
 def format_flip(flip: Flip) -> str:
     """``a (1→7) vs b (7→1)``: each model's rank under the base metric → under the other."""
     (a_base, b_base), (a_other, b_other) = flip.base_ranks, flip.other_ranks
@@ -163,7 +170,7 @@ def format_value(value, style=None, *, separator: str = "; ", unit: str = "", sp
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return MISSING
     if isinstance(value, Gap):  # its reason is a footnote of the table's note
-        return MISSING + footnote_mark(value.mark)
+        return MISSING + footnote_mark(value.mark) + (format_partial(value.partial, spread) if value.partial else "")
     if style is not None:
         return style.format(value)
     if isinstance(value, Estimate):

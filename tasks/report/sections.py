@@ -27,13 +27,14 @@ from .statistics import ranking_agreement, set1_table
 from ..artifacts import EXCERPT_CHARS
 from .tables import (
     FINISHED, ReportTable, changed_settings_table, failed_runs, interrupted_runs, higher_is_better, metric_pivot,
-    pair_order, run_status, training_table,
+    pair_order, training_table,
 )
 from .topics import elda_topics, matched_topics, model_topics, topic_examples, topics_by_label
 from .summary import (
     direction_words, judged_sample_caution, k_cautions, matched_k_table, metric_name, model_metrics, requested_keys,
-    requested_metrics, score_table, summary_table, with_chance_flags,
+    requested_metrics, score_table, summary_table, unlisted_models_note, with_chance_flags,
 )
+from .lead import report_lead
 from .text import Code, Markdown, Text
 
 #: Section builders by name: ``builder(data: ReportData) -> Section | None`` (None: nothing to show).
@@ -164,43 +165,8 @@ def build_report(data: ReportData, sections=DEFAULT_REPORT_SECTIONS) -> Report:
     return Report(f"topicbench report — {data.experiment}", report_lead(data), tuple(s for s in built if s is not None))
 
 
-#: What a RUNNING run is: a benchmark claims every run before its workers reach them.
-CLAIMED = "claimed by a benchmark still running (fitting or queued)"
-
-
-def _counted(count: int, one: str, many: str) -> str:
-    return f"{count} {one if count == 1 else many}"
-
-
-def report_lead(data: ReportData) -> tuple:
-    """The lines at the top: what the report rests on, when and how it was made, and what is not
-    finished yet (named, so that a partial report says so)."""
-    done = data.finished
-    config = data.config or {}
-    status = run_status(data.runs, [c["name"] for c in config.get("corpora", [])],
-                        [m.get("label") or m["model"] for m in config.get("models", [])], config.get("seeds"))
-    lines = [
-        f"{status.finished} finished runs ({_counted(done.corpus.nunique(), 'corpus', 'corpora')}, "
-        f"{_counted(done.model.nunique(), 'model', 'models')}, "
-        f"seeds {sorted(done.seed.unique().tolist())}); {status.failed} failed"
-        + (f", {status.interrupted} interrupted (a rerun of the same command fits them again)"
-           if status.interrupted else "")
-        + f". Generated "
-        f"{data.generated:%Y-%m-%d %H:%M} UTC from MLflow by: {data.command}"
-    ]
-    if status.pending:
-        running = [pair for pair in status.pending if pair in status.running]
-        lines.append(
-            f"Status: {status.finished} of the config's {status.expected} fits are finished. Not finished yet "
-            f"(fewer than {len(config['seeds'])} seeds): {', '.join(status.pending)}"
-            + (f"; {CLAIMED}: {'all of them' if len(running) == len(status.pending) else ', '.join(running)}"
-               if running else "")
-            + ". Rows for these are missing or rest on fewer seeds; rerunning the same command resumes the "
-            "benchmark and re-renders this report."
-        )
-    elif status.running:
-        lines.append(f"{CLAIMED.capitalize()}: {', '.join(status.running)}.")
-    return tuple(lines)
+#: What an LLM topic model's fit cost (TopicGPT), in the fit table.
+FIT_LLM_COLUMNS = tuple((f"fit_llm_{k}", f"LLM {k.replace('_', ' ')} of the fit") for k in ("requests", "prompt_tokens", "completion_tokens", "cost"))
 
 
 def register_section(name: str):
@@ -235,7 +201,7 @@ def summary_section(data: ReportData) -> Section | None:
     matched = matched_k_table(data.topic_scores or {}, [key for key in summary_keys(data) if key[0].partition("@")[0]
                                                          in dict(COHERENCE_MEASURES)],
                               models=list(table.cells.model), corpora=data.corpora)
-    return Section("Summary: who wins where", (*k_cautions(data, not matched.empty), table,
+    return Section("Summary: who wins where", (*k_cautions(data, not matched.empty), *unlisted_models_note(data), table,
                                                *(() if matched.empty else (matched,))), opening=True)
 
 
@@ -370,17 +336,18 @@ def training_section(data: ReportData) -> Section | None:
                for corpus in data.corpora)
     return table_section(
         "Training and convergence",
-        "Every iterative fit logs its loss per epoch (Gibbs: per 10 sweeps) as the MLflow metric "
-        "history training_loss. A run has converged when the loss changed by less than 1% "
-        "(relative to its final value) over the last 10% of its epochs.",
+        "Every iterative fit logs its loss per epoch (Gibbs: per 10 sweeps) as the MLflow metric history "
+        "training_loss. A run has converged when the loss changed by less than 1% (relative to its final value) "
+        "over the last 10% of its epochs. A model whose package keeps no loss per iteration (NMF, KeyNMF, S3, "
+        "GMM) reports its package's own stopping rule instead, named in the loss column.",
         training_table(data.runs, corpora=data.corpora, models=data.models), *figures,
     )
 
 
 @register_section("fit_time")
 def fit_time_section(data: ReportData) -> Section:
-    columns = [("fit_seconds", "fit time"), ("setup_seconds", "setup time"),
-               ("peak_memory_mb", "peak memory MB"), ("num_topics_used", "topics used")]
+    columns = [("fit_seconds", "fit time"), ("setup_seconds", "setup time"), ("peak_memory_mb", "peak memory MB"),
+               ("num_topics_used", "topics used"), *FIT_LLM_COLUMNS]
     units = {"fit_seconds": "seconds", "setup_seconds": "seconds", "num_topics_used": "count"}
     tables = [replace(table, unit=units.get(key, "")) for (key, _), table in zip(columns, pivots(data, columns, keep_empty=True))]
     return Section("Fit time and memory", (

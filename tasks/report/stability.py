@@ -5,6 +5,10 @@ artifacts (``output/``, one model at a time, into a temporary folder removed aft
 score them with :mod:`topicbench.core.metrics.stability` (pure: :func:`model_stability`), and set the
 numbers out as one table per corpus (pure: :func:`stability_tables`), rendered like every other
 table by :mod:`topicbench.tasks.report.render`.
+
+Runs imported from a result bundle without their matrices carry what the exporting store found
+(:data:`STABILITY_ARTIFACT`, with the run keys it covers): it stands in for their outputs where
+those cannot be read and the runs are the very ones it covered.
 """
 
 from __future__ import annotations
@@ -28,6 +32,9 @@ STABILITY_MEASURES = ("jensen_shannon", "top_words")
 CHANCE_SEED = 0
 #: Where :func:`topicbench.tasks.artifacts.write_output_artifacts` puts a run's output.
 OUTPUT_ARTIFACT = "output"
+#: A bundle's record of a fit's model's stability (:func:`topicbench.tasks.bundle_tables.stability_records`):
+#: read where the matrices did not travel with the runs.
+STABILITY_ARTIFACT = "stability.json"
 
 
 @dataclass(frozen=True)
@@ -109,14 +116,16 @@ def read_topic_word(folder) -> tuple:
         return read_matrix(arrays, "topic_word_matrix"), vocabulary
 
 
-def collect_stability(tracking_uri: str, runs: pd.DataFrame, measures=STABILITY_MEASURES) -> StabilityFindings:
+def collect_stability(tracking_uri: str, runs: pd.DataFrame, measures=STABILITY_MEASURES, *,
+                      client=None) -> StabilityFindings:
     """Score the stability of every (corpus, model) of the run table (of
     :func:`topicbench.tasks.report.store.collect_runs`) with two or more finished seeds, reading their
-    outputs from the tracking store one model at a time. A run that cannot be read is named in
-    the findings, never an error: the report renders without it."""
+    outputs from the tracking store one model at a time (through ``client``, default an
+    MlflowClient of ``tracking_uri``). A run that cannot be read is named in the findings, never
+    an error: the report renders without it."""
     from mlflow.tracking import MlflowClient
 
-    client = MlflowClient(tracking_uri)
+    client = client or MlflowClient(tracking_uri)
     done = finished_runs(runs).drop_duplicates(["corpus", "model", "seed"])  # a rerun seed counts once
     rows, one_seed, unreadable, not_compared = [], [], [], []
     for (corpus, model), group in done.groupby(["corpus", "model"], sort=True):
@@ -138,6 +147,12 @@ def _seed_runs_stability(client, group: pd.DataFrame, measures) -> tuple:
     return), so a report holds one model's seeds at a time."""
     with tempfile.TemporaryDirectory(prefix="topicbench-stability-") as folder:
         read, failed = _download_outputs(client, group, Path(folder))
+    if failed:  # imported without matrices: what the bundle found, where it covers these very runs
+        recorded = _recorded_stability(client, group, measures)
+        if recorded is not None:
+            return recorded["row"], [], recorded["not_compared"] or ""
+        for seed, run_id, reason in failed:
+            logger.warning("run %s: cannot read its %s/ artifact (%s)", run_id, OUTPUT_ARTIFACT, reason)
     if len(read) < 2:
         return None, failed, f"{len(read)} of {len(group)} seeds readable"
     seeds, matrices, vocabularies = zip(*read)
@@ -145,6 +160,22 @@ def _seed_runs_stability(client, group: pd.DataFrame, measures) -> tuple:
         return model_stability(matrices, vocabularies, seeds, measures), failed, ""
     except InputError as error:  # seeds over different vocabularies, or too few words
         return None, failed, str(error)
+
+
+def _recorded_stability(client, group: pd.DataFrame, measures) -> dict | None:
+    """The :data:`STABILITY_ARTIFACT` a bundle gave these runs (imported without their matrices),
+    where it covers exactly these runs and measures; else None."""
+    import json
+
+    try:
+        with tempfile.TemporaryDirectory(prefix="topicbench-stability-") as folder:
+            path = client.download_artifacts(group.run_id.iloc[0], STABILITY_ARTIFACT, folder)
+            recorded = json.loads(Path(path).read_text(encoding="utf-8"))
+    except Exception as error:  # noqa: BLE001 - no record: the outputs are read, and named if unreadable
+        logger.debug("runs %s: no %s (%s)", list(group.run_id), STABILITY_ARTIFACT, error)
+        return None
+    covers = recorded.get("run_keys") == sorted(str(key) for key in group.run_key)
+    return recorded if covers and recorded.get("measures") == list(measures) else None
 
 
 def _download_outputs(client, group: pd.DataFrame, folder: Path) -> tuple[list, list]:
@@ -157,8 +188,10 @@ def _download_outputs(client, group: pd.DataFrame, folder: Path) -> tuple[list, 
         try:
             client.download_artifacts(run_id, OUTPUT_ARTIFACT, str(target))
             matrix, vocabulary = read_topic_word(target / OUTPUT_ARTIFACT)
+        except FileNotFoundError:  # a run imported without its matrices: the same words every time
+            failed.append((int(seed), run_id, f"no {OUTPUT_ARTIFACT}/matrices.npz"))
+            continue
         except Exception as error:  # a report is still a report without this run; it names it
-            logger.warning("run %s: cannot read its %s/ artifact (%s)", run_id, OUTPUT_ARTIFACT, error)
             failed.append((int(seed), run_id, _first_line(error)))
             continue
         read.append((int(seed), matrix, vocabulary))

@@ -25,7 +25,8 @@ logger = logging.getLogger(__name__)
 
 def collect_runs(tracking_uri: str, experiment: str) -> pd.DataFrame:
     """One row per nested (corpus, model, seed) run: tags, status, error, every metric (score keys,
-    e.g. ``umass@10``) and the E-LDA topics where present (latest run per run key)."""
+    e.g. ``umass@10``), latest run per run key, and each model's topics from its first finished
+    seed (the only ones a report shows: one download per model, not one per run)."""
     from mlflow.tracking import MlflowClient
 
     check_tracking_uri(tracking_uri)
@@ -46,8 +47,6 @@ def collect_runs(tracking_uri: str, experiment: str) -> pd.DataFrame:
         row["changed_settings"] = tags.get("topicbench.changed_settings", "")
         row["skipped_metrics"] = tags.get("topicbench.skipped_metrics", "")  # why a metric has no value
         row["training_loss_kind"] = tags.get("topicbench.training_loss_kind", "")
-        if tags.get("model_class") == "elda" and run.info.status == FINISHED:
-            row["topics_json"] = _topics_artifact(client, run.info.run_id)
         if "training_loss" in run.data.metrics:
             history = sorted(client.get_metric_history(run.info.run_id, "training_loss"), key=lambda m: m.step)
             row["training_curve"] = ([m.step for m in history], [m.value for m in history])

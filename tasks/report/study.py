@@ -1,5 +1,6 @@
 """The report of a search: what to use across models (the recommendation, its runners-up within
-noise, the objectives' disagreement); the setting chosen per model and why, and its fit's topics;
+noise, the objectives' disagreement); the setting chosen per model and why, and its fit's topics
+(and the first topics found at each searched K, or each value of the first searched dimension);
 each objective against K (or the first searched dimension), one y-scale per objective and one
 colour per model, mean ± sd over seeds as a band; the Pareto front where there are several
 objectives; the trials' cost and the shared work; and the chosen config.
@@ -33,6 +34,12 @@ from .tables import Estimate, ReportTable
 from .text import Code, Markdown, Text
 
 CHOSEN_CONFIG = "chosen.yaml"
+
+
+def chosen_config_name(corpus: str | None) -> str:
+    """The chosen config's file: ``chosen.yaml`` for a search of one corpus (``corpus`` None),
+    ``chosen-<corpus>.yaml`` for each corpus of a search of several."""
+    return CHOSEN_CONFIG if corpus is None else f"chosen-{file_name_for(corpus)}.yaml"
 
 #: One line style per value of the other searched dimensions (the colour is the model's), in
 #: matplotlib's and plotly's names.
@@ -96,30 +103,52 @@ def _chosen_section(choices, objectives) -> Section:
             _spread_label(primary.key): _estimate(chosen["per_seed"].get(primary.key, [])) if chosen else None,
             "why": choice.rule,
         })
-    note = Markdown("The rule's se is the standard error of the best mean. The chosen config "
-                    "(every model at its choice, labelled as in the search, so it fits nothing the search fitted) is "
-                    "chosen.yaml beside this report: `topicbench run chosen.yaml`.")
+    corpora = list(dict.fromkeys(choice.corpus for choice in choices))
+    files = ([CHOSEN_CONFIG] if len(corpora) < 2 else [chosen_config_name(corpus) for corpus in corpora])
+    where = (f"{files[0]} beside this report: `topicbench run {files[0]}`" if len(files) == 1 else
+             "one file per corpus beside this report, each with that corpus's own choices: "
+             + ", ".join(f"`topicbench run {name}`" for name in files))
+    note = Markdown("The rule's se is the standard error of the best mean. The chosen config (every model at its "
+                    f"choice, labelled as in the search, so it fits nothing the search fitted) is {where}.")
     blocks = [ReportTable(pd.DataFrame(rows), note=note)]
     for choice in choices:
         blocks += [f"{choice.label} on {choice.corpus}: {message}" for message in choice.messages]
     return Section("Chosen settings", tuple(blocks))
 
 
-def _topics_section(choices, shown: int = 20, words: int = 10) -> Section:
+def _topics_section(choices, shown: int = 20, words: int = 10, per_value: int = 5) -> Section:
     """The topics of each chosen fit (its first finished seed), so a reader judges the choice by
-    what it found, not by its scores alone."""
+    what it found, not by its scores alone; then, per model, the first topics found at each value
+    of the first searched dimension (each K), to see what the choice gains or loses."""
     blocks = []
     for choice in choices:
-        if not choice.topics:
-            continue
-        rows = [{"topic": number, "top words": " ".join(topic.split()[:words])}
-                for number, topic in enumerate(choice.topics[:shown])]
-        title = (f"{choice.label} at {point_text(choice.point)} on {choice.corpus}, seed {choice.topics_seed}: "
-                 f"{len(rows)} of {len(choice.topics)} topics shown (the model's own order)")
-        blocks.append(ReportTable(pd.DataFrame(rows), title=title))
+        if choice.topics:
+            rows = [{"topic": number, "top words": " ".join(topic.split()[:words])}
+                    for number, topic in enumerate(choice.topics[:shown])]
+            title = (f"{choice.label} at {point_text(choice.point)} on {choice.corpus}, seed {choice.topics_seed}: "
+                     f"{len(rows)} of {len(choice.topics)} topics shown (the model's own order)")
+            blocks.append(ReportTable(pd.DataFrame(rows), title=title))
+        if len(choice.searched_topics) > 1:
+            blocks.append(_searched_topics_table(choice, words, per_value))
     if not blocks:
         blocks = ["No chosen fit's topics could be read (no trial finished, or their topics.json is missing)."]
     return Section("Topics of the chosen fits", tuple(blocks))
+
+
+def _searched_topics_table(choice, words: int, per_value: int) -> ReportTable:
+    """One row per value of the first searched dimension: the fit there (the chosen one, else the
+    best on the first objective), its seed and its first ``per_value`` topics."""
+    dimension = next(iter(choice.searched_topics[0].point), "setting")
+    rows = [{"K" if dimension == NUM_TOPICS else dimension: item.point.get(dimension),
+             "setting": point_text(item.point) + (" (chosen)" if item.chosen else ""), "seed": item.seed,
+             "topics shown": f"{min(per_value, len(item.topics))} of {len(item.topics)}",
+             "first topics (top words)": tuple(" ".join(topic.split()[:words]) for topic in item.topics[:per_value])}
+            for item in choice.searched_topics]
+    title = (f"{choice.label} on {choice.corpus}: the topics at each searched "
+             f"{'K' if dimension == NUM_TOPICS else dimension}")
+    note = ("At each value: the chosen trial where it is there, else the trial with the best mean first objective; "
+            "its first finished seed's fit; its first topics in the model's own order.")
+    return ReportTable(pd.DataFrame(rows), title=title, note=note)
 
 
 def _curves_section(choices, objectives) -> Section:
@@ -280,9 +309,10 @@ def _cost_section(choices, counts) -> Section:
     return Section("Cost and shared work", (ReportTable(pd.DataFrame(rows)), shared))
 
 
-def write_study_report(report: Report, chosen_config: dict, folder) -> dict:
-    """Write ``search.md``, ``search.html``, the plots and ``chosen.yaml`` into ``folder`` (each
-    file whole or not at all); returns their paths."""
+def write_study_report(report: Report, chosen_configs: dict, folder) -> dict:
+    """Write ``search.md``, ``search.html``, the plots and the chosen configs (file name -> config,
+    :func:`topicbench.flows.search.chosen_configs`) into ``folder`` (each file whole or not at
+    all); returns their paths (``configs``: one per chosen config)."""
     folder = Path(folder)
     try:
         make_output_folder(folder, "the report folder")
@@ -290,15 +320,22 @@ def write_study_report(report: Report, chosen_config: dict, folder) -> dict:
         write_text_atomically(folder / "search.md", render_markdown(report, images))
         figures = interactive_plots(report.plots(), pd.DataFrame(), [])
         write_text_atomically(folder / "search.html", render_html(report, images, figures))
-        header = ("# The search's chosen settings: topicbench run chosen.yaml\n"
-                  "# (its experiment, labels and seeds are the search's: on the same store it fits nothing the search fitted)\n")
-        write_text_atomically(folder / CHOSEN_CONFIG, header + yaml.safe_dump(chosen_config, sort_keys=False))
+        for name, chosen in chosen_configs.items():
+            header = (f"# The search's chosen settings{_on_corpus(chosen, chosen_configs)}: topicbench run {name}\n"
+                      "# (its experiment, labels and seeds are the search's: on the same store it fits nothing the "
+                      "search fitted)\n")
+            write_text_atomically(folder / name, header + yaml.safe_dump(chosen, sort_keys=False))
     except (OSError, OutputPathError) as error:  # the folder became something else while the search ran
         reason = getattr(error, "strerror", None) or error
         raise ReportWriteError(f"cannot write the search report into {folder}: {reason}; the trials "
                                "are kept: run the same search command with another --out") from None
     return {"markdown": str(folder / "search.md"), "html": str(folder / "search.html"),
-            "config": str(folder / CHOSEN_CONFIG)}
+            "configs": [str(folder / name) for name in chosen_configs]}
+
+
+def _on_corpus(chosen: dict, chosen_configs: dict) -> str:
+    """`` on <corpus>`` for one of several corpora's chosen configs."""
+    return f" on {chosen['corpora'][0]['name']}" if len(chosen_configs) > 1 and chosen.get("corpora") else ""
 
 
 def _estimate(values) -> Estimate | None:

@@ -9,7 +9,9 @@ report's data, :class:`~topicbench.tasks.report.sections.ReportData`, for the pa
   (:func:`matched_k_table`: each model's K most prevalent topics, K the fewest among them);
 - every other requested score, a table each (:func:`score_table`), with its direction;
 - a reason for every missing value (:class:`~topicbench.tasks.report.tables.Gap`,
-  :func:`gap_reason`), numbered as a footnote under its table (:func:`mark_gaps`);
+  :func:`gap_reason`), numbered as a footnote under its table (:func:`mark_gaps`), and beside a
+  coherence's gap for top words out of the reference, its value over the words the reference
+  has (:func:`gap`);
 - the cautions on small samples and chance: LLM scores on few topics or one seed
   (:func:`judged_sample_caution`), a stability at chance (:func:`with_chance_flags`).
 
@@ -24,11 +26,12 @@ from typing import Mapping
 
 import pandas as pd
 
+from topicbench.core.metrics.coherence_in_reference import IN_REFERENCE, IN_REFERENCE_TOPICS
 from topicbench.core.metrics.registry import METRICS, metric_for_key
 from topicbench.core.validation import InputError
 
 from .tables import (
-    NOISE_RULE, RUNNING, Estimate, Gap, ReportTable, any_scored_smaller, clear_best, estimate, failed_runs,
+    NOISE_RULE, RUNNING, Estimate, Gap, PartialValue, ReportTable, any_scored_smaller, clear_best, estimate, failed_runs,
     finished_runs, higher_is_better, interrupted_runs, metric_estimates, metric_pivot, ranked_means, ranks_of,
     scored_sizes,
 )
@@ -70,7 +73,7 @@ def summary_table(runs: pd.DataFrame, keys, *, models, corpora, expected: int | 
             _add_ranked_column(columns, groups, ranks, best, (title, corpus), values, key)
             for row, model in enumerate(models):
                 if values[row] is None:
-                    values[row] = Gap(gap_reason(runs, corpus, model, key, (model_metrics or {}).get(model)))
+                    values[row] = gap(runs, corpus, model, key, (model_metrics or {}).get(model))
     cells, footnotes = mark_gaps(pd.DataFrame({"model": models, **{column: pd.Series(values, dtype=object)
                                                                    for column, values in columns.items()}}))
     note = _summary_note(keys, any_scored_smaller(cells, columns)) + footnotes
@@ -193,7 +196,28 @@ def mark_gaps(cells: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     marked = pd.DataFrame({column: pd.Series([replace(value, mark=marks[value.reason]) if isinstance(value, Gap)
                                               else value for value in cells[column]], index=cells.index, dtype=object)
                            for column in cells.columns})
-    return marked, " " + " ".join(f"–{footnote_mark(mark)} {reason}." for reason, mark in marks.items())
+    partial = any(isinstance(value, Gap) and value.partial for column in cells for value in cells[column])
+    return marked, " " + " ".join(f"–{footnote_mark(mark)} {reason}." for reason, mark in marks.items()) + (
+        f" {IN_REFERENCE_NOTE}" if partial else "")
+
+
+#: What a gap's "(in-reference words: …)" is, said under its table.
+IN_REFERENCE_NOTE = ("In-reference words (beside a dash): the same measure over each topic's top N words that the "
+                     "reference corpus has (the others left out, none taken in their place), for the topics that keep "
+                     "at least 2 of them, and how many topics that is; fewer words than the column's N, so not ranked "
+                     "against the full values.")
+
+
+def gap(runs: pd.DataFrame, corpus: str, model: str, key: str, asked=None) -> Gap:
+    """A missing value of score ``key``: its reason (:func:`gap_reason`) and, for a coherence
+    whose topics have top words the reference lacks, the coherence over the words it has
+    (``npmi_in_reference@10`` and the topics it averages, ``npmi_in_reference_topics@10``)."""
+    name, _, size = key.partition("@")
+    done = finished_runs(model_runs(runs, corpus, model))
+    scored, topics = f"{name}{IN_REFERENCE}@{size}", f"{name}{IN_REFERENCE_TOPICS}@{size}"
+    value = estimate(done[scored]) if scored in done and topics in done else None
+    partial = None if value is None else PartialValue(value, float(done[topics].mean()), topics_used(runs, corpus, model))
+    return Gap(gap_reason(runs, corpus, model, key, asked), partial=partial)
 
 
 def gap_reason(runs: pd.DataFrame, corpus: str, model: str, key: str, asked=None) -> str:
@@ -263,7 +287,7 @@ def score_table(runs: pd.DataFrame, key: str, *, models, corpora, expected: int 
     for corpus, values in columns.items():
         for row, model in enumerate(present):
             if not isinstance(values[row], Estimate):
-                values[row] = Gap(gap_reason(runs, corpus, model, key, (model_metrics or {}).get(model)))
+                values[row] = gap(runs, corpus, model, key, (model_metrics or {}).get(model))
     best = {(row, corpus) for corpus, values in columns.items() for row in clear_best(values, higher_is_better(key))}
     cells, footnotes = mark_gaps(pd.DataFrame({"model": pd.Series(present, dtype=object), **columns}))
     return ReportTable(cells, frozenset(best), note=table.note + footnotes if table.note else footnotes.strip())
@@ -317,6 +341,20 @@ def k_cautions(data, matched: bool = False) -> tuple:
             f"). Coherence and diversity depend on K (a model with more topics keeps more of them specific, and "
             f"its diversity falls), so the ranks below compare models at different K, not on equal terms; {advice}."))
     return tuple(cautions)
+
+
+def unlisted_models_note(data) -> tuple:
+    """A paragraph naming the models whose runs the experiment holds and the config does not list
+    (after ``topicbench run chosen.yaml``: the search's other trials), shown after the config's
+    models in every table; empty where there are none."""
+    listed = [model.get("label") or model["model"] for model in (data.config or {}).get("models", [])]
+    others = [model for model in data.models if model not in listed]
+    if not listed or not others:
+        return ()
+    return (Markdown(f"Besides the config's {len(listed)} model{'s' if len(listed) != 1 else ''}, this experiment "
+                     f"holds runs of {len(others)} more, shown after them in every table: ", Text(", ".join(others)),
+                     ". Where the config is a search's chosen config, these are the search's other trials; its report "
+                     "(search.md, written beside this one by default) says how the choice was made."),)
 
 
 #: Fewer topics judged per model, or fewer seeds, than this and the LLM's scores carry a caution.

@@ -68,6 +68,18 @@ class Gap:
 
     reason: str
     mark: int = 0
+    partial: "PartialValue | None" = None
+
+
+@dataclass(frozen=True)
+class PartialValue:
+    """What a :class:`Gap` shows beside its dash where part of the value can be had: the
+    coherence over the top words the reference corpus has (where some are out of it), ``value``
+    over seeds, averaged over ``topics`` of the model's ``of`` topics (means over seeds)."""
+
+    value: Estimate
+    topics: float
+    of: float | None = None
 
 
 @dataclass(frozen=True)
@@ -194,14 +206,14 @@ def scored_sizes(runs: pd.DataFrame, metric: str) -> list[int]:
 
 #: Score keys that say how a score was obtained, not how good a model is (the share of topics
 #: an LLM answered for): shown, never ranked or marked best.
-BOOKKEEPING_SUFFIXES = ("_answered",)
+BOOKKEEPING_SUFFIXES = ("_answered", "_in_reference_topics")
 
 
 def higher_is_better(key: str) -> bool | None:
     """The direction of a score key from its metric's spec; None for what is not a metric
     (fit seconds, memory) or is bookkeeping (:data:`BOOKKEEPING_SUFFIXES`), which the report
     then leaves unmarked."""
-    if str(key).endswith(BOOKKEEPING_SUFFIXES):
+    if str(key).partition("@")[0].endswith(BOOKKEEPING_SUFFIXES):
         return None
     try:
         return metric_for_key(key).higher_is_better

@@ -10,6 +10,7 @@ from topicbench.core.io import OutputPathError, make_output_folder, write_text_a
 from topicbench.core.validation import InputError
 
 from .interactive import interactive_plots
+from .plot_cache import PlotCache
 from .plots import write_plots
 from .render import render_html, render_markdown
 from .sections import Report, ReportData
@@ -31,10 +32,12 @@ def write_report(report: Report, data: ReportData, folder) -> dict:
     folder = Path(folder)
     try:
         make_output_folder(folder, "the report folder")
-        images = write_plots(report.plots(), data.runs, folder, data.models)
+        cache = PlotCache(folder, data.runs, data.models)  # an unchanged plot is copied, not drawn
+        images = write_plots(report.plots(), data.runs, folder, data.models, cache)
         write_text_atomically(folder / "report.md", render_markdown(report, images))
-        figures = interactive_plots(report.plots(), data.runs, data.models)
+        figures = interactive_plots(report.plots(), data.runs, data.models, cache)
         write_text_atomically(folder / "report.html", render_html(report, images, figures))
+        cache.prune()
     except (OSError, OutputPathError) as error:  # the folder became something else while the runs ran
         reason = getattr(error, "strerror", None) or error
         raise ReportWriteError(

@@ -41,6 +41,7 @@ def test_training_record_pairs_losses_with_steps():
     ("etm", {"epochs": 3}, [1, 2, 3]),
     ("ctm", {"epochs": 3}, [1, 2, 3]),
     ("fastopic", {"epochs": 3}, [1, 2, 3]),
+    ("hdp", {"iterations": 30}, [0, 10, 20, 30]),
 ])
 def test_iterative_models_record_their_loss_curve_and_verdict(name, settings, steps, small_synthetic):
     reported = []

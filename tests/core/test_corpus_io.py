@@ -165,6 +165,23 @@ def test_text_file_one_document_a_line(tmp_path, caplog):
     assert read_text_file(path).fingerprint() == corpus.fingerprint()
 
 
+def test_a_tokenised_corpus_keeps_each_kept_documents_text_and_a_preprocessed_one_its_tokens(tmp_path):
+    path = tmp_path / "docs.txt"
+    path.write_text("Apples and oranges.\n\nOranges, apples; PEARS!\nplums\n", encoding="utf-8")
+    corpus = load_corpus(path)
+    # the text as read, beside the tokens, for the documents kept (line 1 was dropped)
+    assert corpus.raw_texts == ("Apples and oranges.", "Oranges, apples; PEARS!", "plums")
+    assert corpus.document_text(1) == "Oranges, apples; PEARS!"
+    assert corpus.subset([2, 0]).raw_texts == ("plums", "Apples and oranges.")
+    given_as_tokens = load_corpus(path, PRE)
+    assert given_as_tokens.raw_texts is None  # nothing kept twice: the text is the tokens joined
+    assert given_as_tokens.document_text(1) == "Oranges, apples; PEARS!"
+    assert given_as_tokens.fingerprint() == load_corpus(path, PRE).fingerprint()
+    with pytest.raises(InputError, match="2 raw texts for 3 documents"):
+        Corpus(vocabulary=corpus.vocabulary, token_ids=corpus.token_ids, doc_offsets=corpus.doc_offsets,
+               raw_texts=("a", "b"))
+
+
 def test_preprocessed_mode_splits_on_single_spaces_only(tmp_path):
     path = tmp_path / "pre.txt"
     path.write_text("The  Running\tdogs, 42 and x\nB\n", encoding="utf-8")

@@ -213,8 +213,6 @@ CASES = [
          env={"PREFECT_API_URL": "not a url"}),
     Case("run: PREFECT_API_URL nobody answers", RUN, "does not answer", config=GOOD_CONFIG,
          env={"PREFECT_API_URL": "http://127.0.0.1:{closed_port}/api"}),
-    Case("report: PREFECT_API_URL nobody answers", ["report", "--experiment", "kept", "--tracking-uri", "{store}"], "does not answer",
-         env={"PREFECT_API_URL": "http://127.0.0.1:{closed_port}/api"}),
     Case("run: PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS=abc", RUN,
          "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS='abc' is not valid", config=GOOD_CONFIG,
          env={"PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "abc"}),

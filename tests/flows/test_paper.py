@@ -170,3 +170,122 @@ def test_an_llm_endpoint_adds_the_judges_metrics_and_section_to_the_paper(tmp_pa
     assert judged.llm_metrics() == ["llm_rating", "llm_intrusion"] and plain.llm_metrics() == []
     assert judged.report_sections == (*plain.report_sections, "llm_judged")
     assert judged.llm_settings()[0].model == "smollm2" and plain.llm is None
+
+
+def _fit_run(tracker, parent_id: str, key: str) -> str:
+    """A FINISHED fit run of ``key`` under ``parent_id``, with a topics.json artifact."""
+    from topicbench.tasks.run_claims import FIT_ROLE, ROLE_TAG, RUN_KEY
+
+    client = tracker.client
+    run = client.create_run(tracker.experiment_id, run_name=key, tags={
+        ROLE_TAG: FIT_ROLE, RUN_KEY: key, "mlflow.parentRunId": parent_id, "model": "gibbs", "corpus": "congress"})
+    client.log_metric(run.info.run_id, "umass_5", -1.5)
+    client.log_text(run.info.run_id, '[{"topic": 0, "words": "tax vote"}]', "topics.json")
+    client.set_terminated(run.info.run_id, "FINISHED")
+    return run.info.run_id
+
+
+def _piece(tracker, keys) -> None:
+    """What one piece of the paper leaves in a store: a parent run and a finished fit per key."""
+    from topicbench.tasks.run_claims import PARENT_ROLE, ROLE_TAG
+
+    parent = tracker.client.create_run(tracker.experiment_id, run_name="paper", tags={ROLE_TAG: PARENT_ROLE})
+    for key in keys:
+        _fit_run(tracker, parent.info.run_id, key)
+    tracker.client.set_terminated(parent.info.run_id, "FINISHED")
+
+
+@pytest.fixture
+def paper_piece(tmp_path, monkeypatch):
+    """run_paper on congress with a stand-in benchmark (``calls["fit"]``: what it does in the store)
+    and report; a bundle of one finished fit (``key-0``) made by an earlier piece in another store."""
+    import topicbench.flows.paper as paper
+    import topicbench.flows.report as report_flow
+    from topicbench.tasks.bundle import export_bundle
+    from topicbench.tasks.tracking import Tracker
+
+    (tmp_path / "data" / "congress").mkdir(parents=True)
+    _piece(Tracker(f"sqlite:///{tmp_path / 'earlier' / 'mlflow.db'}", "paper"), ["key-0"])
+    export_bundle(f"sqlite:///{tmp_path / 'earlier' / 'mlflow.db'}", "paper", tmp_path / "bundle")
+    calls = {}
+
+    def benchmark(config):
+        tracker = Tracker(config.tracking_uri, config.experiment)
+        calls["found"] = set(tracker.finished_runs(["key-0", "key-1"]))  # what the benchmark skips
+        return calls["fit"](tracker)
+
+    monkeypatch.setattr(paper, "run_benchmark", benchmark)
+    monkeypatch.setattr(report_flow, "report", lambda *args, **kwargs: calls.setdefault("report", kwargs))
+    piece = lambda: paper.run_paper(data=tmp_path / "data", corpora=("congress",), baselines=(),  # noqa: E731
+                                    tracking_uri=f"sqlite:///{tmp_path / 'here' / 'mlflow.db'}", out=tmp_path / "out",
+                                    bundle=tmp_path / "bundle")
+    return piece, calls, tmp_path / "bundle"
+
+
+def _bundled(folder) -> tuple:
+    """(run keys, {archive name: bytes}) of the bundle in ``folder``."""
+    from topicbench.tasks.bundle import read_bundle
+
+    manifest, _ = read_bundle(folder)
+    return manifest["run_keys"], {path.name: path.read_bytes() for path in (folder / "artifacts").iterdir()}
+
+
+def test_a_paper_piece_resumes_from_its_bundle_and_exports_what_it_fitted_back(paper_piece):
+    piece, calls, bundle = paper_piece
+    keys_before, archives_before = _bundled(bundle)
+    calls["fit"] = lambda tracker: _piece(tracker, ["key-1"]) or "state"
+    assert piece() == "state"
+    assert calls["found"] == {"key-0"}  # the bundle's fit was in the store before the piece fitted anything
+    assert calls["report"]["command"].endswith(f" --bundle {bundle}")  # the report names how to regenerate it
+    keys, archives = _bundled(bundle)
+    assert keys_before == ["key-0"] and keys == ["key-0", "key-1"]
+    # the runs it already held keep their names and bytes: a committed bundle changes only by the new runs
+    assert {name: archives[name] for name in archives_before} == archives_before
+    assert len(archives) == len(archives_before) + 2  # the new fit and its parent
+    calls["fit"] = lambda tracker: "state"  # the next piece, in the same store: nothing new
+    piece()
+    assert calls["found"] == {"key-0", "key-1"} and _bundled(bundle) == (keys, archives)
+
+
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, RuntimeError("the flow broke")])
+def test_a_paper_piece_stopped_midway_exports_what_finished(paper_piece, stop):
+    piece, calls, bundle = paper_piece
+
+    def fit_one_then_stop(tracker):
+        _piece(tracker, ["key-1"])
+        raise stop
+
+    calls["fit"] = fit_one_then_stop
+    with pytest.raises(type(stop) if isinstance(stop, BaseException) else stop):
+        piece()
+    assert _bundled(bundle)[0] == ["key-0", "key-1"]
+
+
+def test_a_paper_bundle_is_checked_before_any_work(tmp_path):
+    from topicbench.flows.paper import check_paper_bundle
+    from topicbench.tasks.bundle import export_bundle
+    from topicbench.tasks.tracking import Tracker
+
+    check_paper_bundle(tmp_path / "new")  # the first piece makes it
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "todo.txt").write_text("x")
+    with pytest.raises(InputError, match="holds files but no manifest.json"):
+        check_paper_bundle(tmp_path / "notes")
+    _piece(Tracker(f"sqlite:///{tmp_path / 'other' / 'mlflow.db'}", "lee"), ["key-0"])
+    export_bundle(f"sqlite:///{tmp_path / 'other' / 'mlflow.db'}", "lee", tmp_path / "lee")
+    with pytest.raises(InputError, match="holds the runs of experiment 'lee', not the paper's 'paper'"):
+        check_paper_bundle(tmp_path / "lee")
+
+
+def test_paper_names_a_folder_that_is_no_bundle_before_any_work(tmp_path, capsys):
+    from topicbench.flows.cli import main
+
+    (tmp_path / "data" / "congress").mkdir(parents=True)
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "todo.txt").write_text("x")
+    store = tmp_path / "store" / "mlflow.db"
+    assert main(["paper", "--data", str(tmp_path / "data"), "--corpora", "congress", "--baselines",
+                 "--bundle", str(tmp_path / "notes"), "--tracking-uri", f"sqlite:///{store}"]) == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith(f"topicbench: error: --bundle {tmp_path / 'notes'}: a folder that holds files but no ")
+    assert not store.parent.exists()  # no store made, nothing fitted

@@ -345,3 +345,9 @@ def test_a_new_users_labelled_study_reports_k_every_requested_score_and_a_reason
     skipped = json.loads(run.data.tags["topicbench.skipped_metrics"])
     assert "does not occur in" in skipped["npmi"] and "perplexity" in skipped
     assert run.data.tags["topicbench.skipped.npmi"] == skipped["npmi"]  # and a tag of its own
+    # beside that gap, the coherence over the top words the reference has: a tracked score of its own
+    assert "(in-reference words: " in summary and "In-reference words (beside a dash)" in summary
+    assert run.data.metrics["npmi_in_reference_topics_top10"] == 3 and "npmi_in_reference_top10" in run.data.metrics
+    (fitted, *_) = client.search_runs([experiment.experiment_id], "tags.model = 'gensim_lda'")
+    assert not any("in_reference" in name for name in fitted.data.metrics)  # no word out of the reference: neither
+    assert "npmi" not in json.loads(fitted.data.tags.get("topicbench.skipped_metrics") or "{}")

@@ -47,3 +47,22 @@ def test_report_command_starts_no_prefect_server(store, no_prefect_server, tmp_p
     assert code == 0, capsys.readouterr().err
     assert "gibbs_lda" in (out / "report.md").read_text(encoding="utf-8")
     assert (out / "report.html").is_file()
+
+
+def test_report_command_neither_needs_nor_imports_prefect(store, tmp_path):
+    """A Prefect API nobody answers does not stop a report, which imports no Prefect at all (its
+    settings alone took 1-5 s to import)."""
+    import os
+    import subprocess
+    import sys
+
+    out = tmp_path / "report"
+    arguments = ["report", "--experiment", EXPERIMENT, "--tracking-uri", store, "--out", str(out)]
+    script = (f"import sys; from topicbench.flows.cli import main; code = main({arguments!r}); "
+              "print(sorted(name for name in sys.modules if name.split('.')[0] == 'prefect')); sys.exit(code)")
+    env = {**os.environ, "PREFECT_API_URL": "http://127.0.0.1:9/api"}  # the discard port: nobody answers
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+    assert (out / "report.md").is_file()
+

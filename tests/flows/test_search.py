@@ -166,7 +166,7 @@ def test_a_grid_search_chooses_reports_and_a_second_run_fits_nothing(tiny_octis,
                                                      "elda[kappa=1]", "elda[kappa=2]"}
     # the report and a config ready for topicbench run
     written = write_study_report(study_report(outcome, plan.objectives, "topicbench search x", storage),
-                                 outcome["chosen_config"], tmp_path / "report")
+                                 outcome["chosen_configs"], tmp_path / "report")
     text = Path(written["markdown"]).read_text()
     assert "## Chosen settings" in text and "## Pareto front" in text and "search_tiny.png" in text
     # what to use across the models, and each chosen fit's topics, as its first seed found them
@@ -174,8 +174,12 @@ def test_a_grid_search_chooses_reports_and_a_second_run_fits_nothing(tiny_octis,
     assert recommendation.label in choices and f"On tiny: {recommendation.headline()}." in text
     for choice in outcome["choices"]:
         assert choice.topics_seed == 0 and choice.topics and choice.topics[0].split()[0] in text
+        assert [t.chosen for t in choice.searched_topics].count(True) == 1 and len(choice.searched_topics) == 2
         assert "±" not in choice.rule  # its standard error is written "se", never a bare ±
-    chosen = BenchmarkConfig.from_dict(yaml.safe_load(Path(written["config"]).read_text()))
+    # and the topics found at every searched K (or kappa), not only the chosen one's
+    assert "gensim_lda on tiny: the topics at each searched K" in text and "elda on tiny: the topics at each searched kappa" in text
+    assert [Path(path).name for path in written["configs"]] == ["chosen.yaml"]
+    chosen = BenchmarkConfig.from_dict(yaml.safe_load(Path(written["configs"][0]).read_text()))
     assert chosen.search is None and chosen.experiment == "tiny-search"
     assert chosen.models[0].num_topics == choices["gensim_lda"].point["num_topics"]
     assert chosen.models[1].settings["kappa"] == choices["elda"].point["kappa"]
@@ -345,6 +349,74 @@ def test_the_objective_plots_share_one_scale_per_objective_and_one_colour_per_mo
     colours = [{line.get_color() for line in axis.get_lines() if line.get_marker() != "None"} for axis in axes]
     assert colours[:3] == colours[3:] and all(len(c) == 1 for c in colours)
     assert len(set.union(*colours)) == 3  # one colour per model, the same in every row
+
+
+def test_the_topics_at_every_searched_k_are_read_and_shown(tmp_path, monkeypatch):
+    plan, choices = hand_search()
+    gibbs = choices[1]
+    gibbs.trials.append({**gibbs.trials[1], "number": 2, "point": {"num_topics": 10},  # a worse trial at K=10
+                         "per_seed": {"npmi@10": [0.0, 0.01, 0.02], "nmi": [0.1, 0.1, 0.1]}})
+    picked = search_module.trials_per_value(gibbs, plan.objectives[0])
+    assert [t["number"] for t in picked] == [0, 1]  # K=5 chosen; at K=10 the best on npmi@10
+    for number, trial in enumerate(gibbs.trials):
+        trial["run_ids"], trial["seeds"] = [f"run{number}-seed1", f"run{number}-seed2"], [1, 2]
+    read = []
+
+    def fit_topics(client, run_id):
+        read.append(run_id)
+        return None if run_id == "run1-seed1" else [f"{run_id} word{k} other" for k in range(12)]
+
+    monkeypatch.setattr(search_module, "fit_topics", fit_topics)
+    gibbs = search_module.with_chosen_topics(object(), gibbs, plan.objectives[0])
+    assert read == ["run0-seed1", "run1-seed1", "run1-seed2"]  # one fit per K; a seed without topics.json skipped
+    assert [(t.point, t.chosen, t.seed) for t in gibbs.searched_topics] == [
+        ({"num_topics": 5}, True, 1), ({"num_topics": 10}, False, 2)]
+    assert gibbs.topics_seed == 1 and gibbs.topics[0] == "run0-seed1 word0 other"
+
+    outcome = {"experiment": "tiny-search", "choices": [gibbs], "counts": search_module.SearchCounts(),
+               "recommendations": [], "warnings": ()}
+    written = write_study_report(study_report(outcome, plan.objectives, "topicbench search x", "db"), {}, tmp_path)
+    text = Path(written["markdown"]).read_text()
+    assert "gibbs_lda on tiny: the topics at each searched K" in text
+    assert "| 5 | K=5 (chosen) | 1 | 5 of 12 |" in text and "| 10 | K=10 | 2 | 5 of 12 |" in text
+    assert "run1-seed2 word4 other" in text and "run1-seed2 word5 other" not in text
+
+
+def test_a_search_of_several_corpora_writes_each_corpus_its_own_chosen_config(tiny_octis, tmp_path):
+    data = config_data(tiny_octis, f"sqlite:///{tmp_path / 'mlflow.db'}", GRID)
+    data["corpora"] = [{**data["corpora"][0], "name": name} for name in ("first", "second")]
+    config = BenchmarkConfig.from_dict(data)
+    choices = [search_module.ModelChoice(corpus, "gensim_lda", {"num_topics": k}, None, "", (), [])
+               for corpus, k in (("first", 2), ("second", 4))]
+    configs = search_module.chosen_configs(config, choices)
+    assert list(configs) == ["chosen-first.yaml", "chosen-second.yaml"]
+    for (name, chosen), k in zip(configs.items(), (2, 4)):
+        checked = BenchmarkConfig.from_dict(chosen)
+        assert [c.name for c in checked.corpora] == [name[len("chosen-"):-len(".yaml")]]
+        assert (checked.models[0].name, checked.models[0].num_topics) == (f"gensim_lda[num_topics={k}]", k)
+        assert checked.models[1].name == "elda" and checked.search is None  # a model without a choice: as configured
+    written = write_study_report(study_report({"experiment": "x", "choices": choices, "counts": search_module.SearchCounts(),
+                                               "recommendations": []}, (Objective("npmi@5", True),), "c", "db"),
+                                 configs, tmp_path / "report")
+    assert [Path(path).name for path in written["configs"]] == list(configs)
+    assert Path(written["configs"][1]).read_text().startswith("# The search's chosen settings on second: "
+                                                             "topicbench run chosen-second.yaml")
+    assert "`topicbench run chosen-first.yaml`, `topicbench run chosen-second.yaml`" in Path(written["markdown"]).read_text()
+    single = search_module.chosen_configs(BenchmarkConfig.from_dict(config_data(tiny_octis, data["tracking_uri"], GRID)),
+                                          choices[:1])
+    assert list(single) == ["chosen.yaml"]
+
+
+def test_a_report_names_the_runs_its_config_does_not_list():
+    from topicbench.tasks.report.text import display_text
+    from topicbench.tasks.report.summary import unlisted_models_note
+
+    data = SimpleNamespace(config={"models": [{"model": "gensim_lda", "label": "gensim_lda[num_topics=4]"}]},
+                           models=["gensim_lda[num_topics=4]", "gensim_lda[num_topics=2]", "elda[kappa=1]"])
+    (note,) = unlisted_models_note(data)
+    assert ("Besides the config's 1 model, this experiment holds runs of 2 more, shown after them in every table: "
+            "gensim_lda[num_topics=2], elda[kappa=1]. Where the config is a search's chosen config") in display_text(note)
+    assert unlisted_models_note(SimpleNamespace(config={"models": [{"model": "elda"}]}, models=["elda"])) == ()
 
 
 def test_a_study_reopened_resumes_and_another_definition_is_another_study(tmp_path):
@@ -573,7 +645,7 @@ def test_the_search_report_reads_whole_in_a_browser(tiny_octis, tmp_path):
     plan = SearchPlan.from_config(config)
     outcome = run_search(config, plan, default_storage(store))
     written = write_study_report(study_report(outcome, plan.objectives, "topicbench search x", "db"),
-                                 outcome["chosen_config"], tmp_path / "report")
+                                 outcome["chosen_configs"], tmp_path / "report")
     with open_page(Path(written["html"])) as (page, errors):
         titles = clipped_titles(page)
         _, rank_issues = rank_problems(page)

@@ -31,6 +31,15 @@ def test_the_view_shows_every_requested_score_first():
                                             "metrics.`llm_rating`", "metrics.`fit_seconds`"]
 
 
+def test_the_view_lists_the_fits_flat_not_under_a_collapsed_parent():
+    """MLflow's runs table nests children only when ordered by start time (or neither ordered nor
+    filtered): the view filters to the fits and orders them by name."""
+    state = runs_view_state({"npmi_top10"}, fit_filter=FITS)
+    assert state["searchFilter"] == FITS
+    assert state["orderByKey"] == "attributes.run_name" and state["orderByAsc"] is True
+    assert runs_view_state({"npmi_top10"})["orderByKey"] == "attributes.start_time"  # no filter: MLflow's default
+
+
 def tracked_benchmark(tmp_path) -> tuple:
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     client = MlflowClient(uri)
@@ -125,12 +134,15 @@ def test_mlflows_ui_opens_on_the_fits_with_their_metrics_as_columns(tmp_path):
             page.on("pageerror", lambda error: errors.append(str(error)))
             page.goto(runs_view_url(port, experiment_id, view))
             page.get_by_text("npmi_top10").first.wait_for(timeout=90_000)  # the key metric is a column
-            page.get_by_text("bench-benchmark").first.wait_for(timeout=30_000)  # the runs, not the GenAI overview
+            # the fits at once (no parent row to expand), not the GenAI overview
+            page.get_by_text("toy/elda/seed1").first.wait_for(timeout=30_000)
             text = page.inner_text("body")
             page.screenshot(path=str(tmp_path / "runs-view.png"))
             browser.close()
     finally:
         stop_process_group(server)
     assert "You're viewing a shared view" in text and "share key" not in text and errors == []
-    header = text[text.index("Run Name"):text.index("bench-benchmark")]
+    header = text[text.index("Run Name"):text.index("toy/elda/seed0")]
     assert all(column in header for column in ("npmi_top10", "fit_seconds", "corpus", "model", "seed"))
+    assert "bench-benchmark" not in text  # the parent is filtered out: its fits are not nested under it
+    assert text.index("toy/elda/seed0") < text.index("toy/elda/seed1")  # by name

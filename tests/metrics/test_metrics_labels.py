@@ -25,7 +25,55 @@ def test_purity_and_nmi_by_hand():
     mutual = np.log(2) - np.log(2) / 3
     assert scores["nmi"] == pytest.approx(2 * mutual / (np.log(2) + np.log(3)))
     perfect = clustering_scores(np.array([[1, 1, 0, 0], [0, 0, 1, 1]]), ["x", "x", "y", "y"])
-    assert perfect == {"nmi": pytest.approx(1.0), "purity": 1.0}
+    assert perfect == {"nmi": pytest.approx(1.0), "purity": 1.0, "inverse_purity": 1.0, "harmonic_purity": 1.0,
+                       "ari": 1.0}
+
+
+def test_inverse_purity_harmonic_purity_and_ari_by_hand():
+    # the table of test_purity_and_nmi_by_hand: topic x label counts [[2, 0], [1, 1], [0, 2]]
+    theta = np.array([
+        [0.9, 0.8, 0.1, 0.0, 0.1, 0.2],
+        [0.1, 0.2, 0.6, 0.7, 0.2, 0.1],
+        [0.0, 0.0, 0.3, 0.3, 0.7, 0.7],
+    ])
+    scores = clustering_scores(theta, ["x", "x", "x", "y", "y", "y"])
+    # each label keeps at most 2 of its 3 documents in one topic
+    assert scores["inverse_purity"] == pytest.approx(4 / 6)
+    # F = 2 n_kc / (n_k + n_c): best for x is topic 0 (2 * 2 / 5), for y topic 2 (the same); weighted by n_c
+    assert scores["harmonic_purity"] == pytest.approx((3 * 0.8 + 3 * 0.8) / 6)
+    # ARI: sum C(n_kc, 2) = 2, topics' sum C(n_k, 2) = 3, labels' = 6, C(6, 2) = 15
+    expected = 3 * 6 / 15
+    assert scores["ari"] == pytest.approx((2 - expected) / ((3 + 6) / 2 - expected))
+
+
+def test_harmonic_purity_is_topicgpts_and_ari_sklearns_on_random_clusterings():
+    """TopicGPT's ``calculate_purity`` (``topicgpt_python/utils.py``), transcribed, on random
+    main topics: many topics, some empty, labels of unequal sizes."""
+    from sklearn.metrics import adjusted_rand_score
+    from sklearn.metrics.cluster import contingency_matrix
+
+    rng = np.random.default_rng(3)
+    for _ in range(5):
+        theta = rng.dirichlet([0.2] * 9, size=60).T
+        labels = rng.choice(["a", "b", "c", "d"], size=60, p=[0.5, 0.3, 0.15, 0.05])
+        scores = clustering_scores(theta, labels)
+        table = contingency_matrix(labels, main_topics(theta))  # labels x topics
+        precision = table / table.sum(axis=0).reshape(1, -1)
+        recall = table / table.sum(axis=1).reshape(-1, 1)
+        with np.errstate(invalid="ignore"):  # as in TopicGPT: 0/0 where a label misses a topic, then 0
+            f1 = np.nan_to_num(2 * (precision * recall) / (precision + recall))
+        sizes = table.sum(axis=1)
+        assert scores["harmonic_purity"] == pytest.approx((np.amax(f1, axis=1) * sizes).sum() / table.sum())
+        assert scores["inverse_purity"] == pytest.approx((np.amax(recall, axis=1) * sizes).sum() / table.sum())
+        assert scores["ari"] == pytest.approx(adjusted_rand_score(labels, main_topics(theta)))
+
+
+def test_one_topic_per_document_is_pure_but_not_aligned():
+    labels = ["x", "y"] * 5
+    scores = clustering_scores(np.eye(10), labels)
+    assert scores["purity"] == 1.0
+    assert scores["inverse_purity"] == pytest.approx(0.2)
+    assert scores["ari"] == pytest.approx(0.0)
 
 
 def test_classification_on_separable_features():

@@ -26,7 +26,7 @@ from topicbench.core.metrics.registry import (
 from topicbench.core.metrics.scoring import score
 from topicbench.core.validation import InputError
 
-METRIC_MODULES = ("coherence", "counts", "embedding", "diversity", "posterior", "heldout", "labels", "stats", "registry",
+METRIC_MODULES = ("coherence", "coherence_in_reference", "counts", "embedding", "diversity", "posterior", "heldout", "labels", "stats", "registry",
                   "context", "needs", "scoring", "stability")
 
 
@@ -48,11 +48,22 @@ def lee_run():
 
 
 class _StandInJudge:
-    """Answers like a judge (stand-in: the registry is tested, not an LLM): rating 3, and the first
-    shown word as the intruder."""
+    """Answers like a judge (stand-in: the registry is tested, not an LLM): rating 3, the first
+    shown word as the intruder, a category, a fit and a choice that follow the prompt's length."""
 
     def ask(self, requests):
-        return [JudgeReply("3") if r.task == "rating" else JudgeReply(shown_words(r)[0]) for r in requests]
+        return [self._answer(r) for r in requests]
+
+    @staticmethod
+    def _answer(request):
+        shown = request.messages[-1][1]
+        if request.task == "label":
+            return JudgeReply("News")
+        if request.task == "fit":
+            return JudgeReply(str(1 + len(shown) % 5))
+        if request.task == "rank":
+            return JudgeReply("A" if len(shown.split("DOCUMENT_B")[-1]) % 2 else "B")
+        return JudgeReply("3") if request.task == "rating" else JudgeReply(shown_words(request)[0])
 
 
 def expected_keys(name, context):
@@ -86,7 +97,8 @@ def test_every_metric_runs_on_an_elda_output(lee_run):
     assert everything["log_likelihood_randk"] < everything["log_likelihood_own"]
     # each topic's own scores: every per-topic metric's, one per topic, averaging to its score
     # (the LLM judges' over the topics they judged)
-    per_topic = {"umass", "uci", "npmi", "cv", "embedding_pairwise", "embedding_centroid", "llm_rating", "llm_intrusion"}
+    per_topic = {"umass", "uci", "npmi", "cv", "embedding_pairwise", "embedding_centroid", "llm_rating", "llm_intrusion",
+                 "llm_fit", "llm_rank"}
     assert set(topic_scores) == {key for key in everything if key.split("@")[0] in per_topic}
     for key, values in topic_scores.items():
         assert len(values) == output.n_topics, key

@@ -13,7 +13,7 @@ from metrics_helpers import spy_on_counting
 from topicbench.core.metrics import coherence as coherence_module
 from topicbench.core.metrics.context import MetricContext, MetricInputs, MetricRun, MetricSettings
 from topicbench.core.metrics.needs import NEEDS, MetricNotApplicable
-from topicbench.core.metrics.registry import METRICS
+from topicbench.core.metrics.registry import IN_REFERENCE_NEEDS, METRICS
 from topicbench.core.metrics.scoring import score, scored_top_n
 from topicbench.core.output import TopicModelOutput
 from topicbench.core.preprocess import corpus_from_token_lists
@@ -163,7 +163,7 @@ def test_inputs_are_frozen_and_every_need_is_checked(corpus):
     inputs = MetricInputs(corpus=corpus)
     with pytest.raises(dataclasses.FrozenInstanceError):
         inputs.corpus = None
-    assert {need for name in METRICS for need in METRICS.get(name).needs} == set(NEEDS)
+    assert {need for name in METRICS for need in METRICS.get(name).needs} | set(IN_REFERENCE_NEEDS) == set(NEEDS)
     single = make_output(corpus, [list(corpus.vocabulary[:12])], model="one")
     with pytest.raises(MetricNotApplicable, match="needs two or more topics") as error:
         METRICS.get("inverted_rbo")(single, MetricRun(MetricContext(inputs), rng=np.random.default_rng(0)))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
@@ -74,7 +75,65 @@ def test_a_folder_that_is_no_bundle_is_one_error_naming_it(tmp_path):
         read_bundle(tmp_path)
     (tmp_path / "manifest.json").write_text(json.dumps({"bundle_format": 99}))
     (tmp_path / "runs.jsonl").write_text("")
-    with pytest.raises(BundleError, match="bundle format 99, this topicbench reads 1"):
+    with pytest.raises(BundleError, match="bundle format 99, this topicbench reads 1 and 2"):
         read_bundle(tmp_path)
     with pytest.raises(BundleError, match="has no experiment 'nope'"):
         export_bundle(f"sqlite:///{tmp_path / 'mlflow.db'}", "nope", tmp_path / "out")
+
+
+def test_the_tables_have_their_columns_and_types_and_a_damaged_one_is_named(tmp_path):
+    from topicbench.tasks.bundle_tables import TABLE_COLUMNS, TableError, read_tables
+
+    export_bundle(_store_with_runs(tmp_path / "a"), "paper", tmp_path / "bundle")
+    tables = read_tables(tmp_path / "bundle")
+    assert set(tables) == set(TABLE_COLUMNS)
+    for name, columns in TABLE_COLUMNS.items():
+        assert list(tables[name].columns)[:len(columns)] == list(columns), name
+        assert {c: str(t) for c, t in tables[name].dtypes.items() if c in columns} == columns, name
+    [run] = tables["runs"].to_dict("records")
+    assert (run["run_key"], run["model"], run["seed"], run["settings"]) == ("key-0", "gensim_lda", 0, "{}")
+    assert pd.isna(run["num_topics"]) and pd.isna(run["num_topics_used"])  # none asked for, none recorded
+    assert tables["scores"][["metric", "score", "value"]].values.tolist() == [["npmi_10", "npmi_10", 0.125]]
+    assert tables["topics"][["topic", "rank", "word"]].values.tolist() == [[0, 0, "tax"], [0, 1, "vote"]]
+    assert tables["topics"].weight.isna().all()  # no matrices to weigh the words with
+
+    (tmp_path / "bundle" / "tables" / "scores.parquet").write_bytes(b"PAR1 not a table")
+    with pytest.raises(TableError, match=r"scores.parquet: table 'scores' is damaged"):
+        read_tables(tmp_path / "bundle")
+    (tmp_path / "bundle" / "tables" / "scores.parquet").unlink()
+    with pytest.raises(TableError, match=r"table 'scores' is missing; export the bundle again"):
+        read_tables(tmp_path / "bundle")
+
+
+def test_a_bundle_of_format_1_still_imports_but_has_no_tables(tmp_path):
+    from topicbench.tasks.bundle_tables import TableError, read_tables
+
+    export_bundle(_store_with_runs(tmp_path / "a"), "paper", tmp_path / "bundle")
+    manifest = json.loads((tmp_path / "bundle" / "manifest.json").read_text())
+    old = {key: value for key, value in manifest.items() if key not in ("tables", "report_columns")}
+    (tmp_path / "bundle" / "manifest.json").write_text(json.dumps({**old, "bundle_format": 1}))
+    assert read_bundle(tmp_path / "bundle")[0]["bundle_format"] == 1
+    with pytest.raises(TableError, match="has no tables; export it again"):
+        read_tables(tmp_path / "bundle")
+    assert import_bundle(tmp_path / "bundle", f"sqlite:///{tmp_path / 'b' / 'mlflow.db'}")["imported"] == 2
+
+
+def test_the_stability_table_gives_back_its_findings_only_for_the_runs_it_covered():
+    from topicbench.tasks.bundle_tables import findings_from_table, stability_table
+    from topicbench.tasks.report.stability import StabilityFindings, UnreadableRun
+
+    runs = pd.DataFrame({"corpus": ["c"] * 5, "model": ["a", "a", "b", "b", "d"], "seed": [0, 1, 0, 1, 0],
+                         "run_key": ["a0", "a1", "b0", "b1", "d0"], "run_id": ["r1", "r2", "r3", "r4", "r5"],
+                         "status": ["FINISHED"] * 5})
+    findings = StabilityFindings(
+        pd.DataFrame([{"corpus": "c", "model": "a", "seeds": 2, "pairs": 1, "top_words_mean": 0.5}]),
+        one_seed=(("c", "d"),), unreadable=(UnreadableRun("c", "b", 1, "r4", "no output/matrices.npz"),),
+        not_compared=(("c", "b", "1 of 2 seeds readable"),))
+    table = stability_table(findings, runs)
+    assert table.kind.tolist() == ["scored", "one_seed", "unreadable", "not_compared"]
+    back = findings_from_table(table, runs)
+    pd.testing.assert_frame_equal(back.table, findings.table)
+    assert (back.one_seed, back.unreadable, back.not_compared) == (
+        findings.one_seed, findings.unreadable, findings.not_compared)
+    rerun = runs.assign(run_key=["a0", "a9", "b0", "b1", "d0"])  # model a's seed 1 fitted again since
+    assert findings_from_table(table, rerun).table.empty

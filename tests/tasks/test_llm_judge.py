@@ -300,3 +300,37 @@ def test_the_cache_is_checked_before_any_work_and_never_another_programs_databas
     fresh = LLMEndpoint("http://127.0.0.1:9/v1", MODEL, cache=str(tmp_path / "new" / "cache.sqlite"))
     assert check_reply_cache(fresh, f"sqlite:///{store}") == tmp_path / "new" / "cache.sqlite"
     assert not (tmp_path / "new").exists()  # checked, not created
+
+
+def test_excerpt_tokens_are_counted_by_the_endpoints_tokenizer_where_it_has_one(tmp_path):
+    def tokenize(body, headers):  # llama.cpp's POST /tokenize: {"content": text} -> {"tokens": [...]}
+        return Reply(body={"tokens": list(range(len(body["content"].split())))})
+
+    with fake_endpoint(chat=tokenize) as server:
+        judge = EndpointJudge(LLMEndpoint(server.url, MODEL, cache=str(tmp_path / "cache.sqlite"), timeout=5))
+        assert judge.count_tokens("one two three four") == 4
+        assert [path for method, path, _, _ in server.log] == ["/tokenize"]  # beside /v1, not under it
+    def extras_only(body, headers):  # llama-cpp-python's server: POST /extras/tokenize {"input": text}
+        return Reply(body={"tokens": [0] * len(body["input"])}) if server.log[-1][1] == "/extras/tokenize" else Reply(
+            status=404, body={"detail": "Not Found"})
+
+    with fake_endpoint(chat=extras_only) as server:
+        judge = EndpointJudge(LLMEndpoint(server.url, MODEL, cache=str(tmp_path / "cache.sqlite"), timeout=5))
+        assert judge.count_tokens("abc") == 3 and judge.count_tokens("abcde") == 5
+        assert [path for _, path, _, _ in server.log] == ["/tokenize", "/extras/tokenize", "/extras/tokenize"]
+    with fake_endpoint(chat=lambda body, headers: Reply(status=404, body={"error": "not found"})) as server:
+        judge = EndpointJudge(LLMEndpoint(server.url, MODEL, cache=str(tmp_path / "cache.sqlite"), timeout=5))
+        assert judge.count_tokens("x" * 10) == 3  # none: the stated estimate, ceil(10 / 4)
+        assert judge.count_tokens("x" * 12) == 3
+        assert len(server.log) == 2  # each path asked once, then known to have none
+
+
+def test_the_document_settings_come_from_the_llm_block_and_a_too_small_context_is_refused():
+    from topicbench.core.validation import InputError
+    from topicbench.tasks.llm_judge import llm_settings
+
+    block = {"base_url": "http://127.0.0.1:1/v1", "model": MODEL, "document_topics": 3, "evaluation_documents": 4}
+    _, judge = llm_settings(block)
+    assert (judge.document_topics, judge.evaluation_documents, judge.exemplar_documents) == (3, 4, 7)
+    with pytest.raises(InputError, match="llm.context_tokens 300 leaves"):
+        llm_settings({**block, "context_tokens": 300})
