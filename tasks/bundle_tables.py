@@ -256,16 +256,15 @@ def stability_records(table: pd.DataFrame) -> dict:
     """(corpus, model) -> the ``stability.json`` its fits carry in a bundle: the model's stability
     row (or why its seeds were not compared) and the run keys it covers, which
     :func:`~topicbench.tasks.report.stability.collect_stability` reads where the matrices are gone."""
-    from .report.stability import STABILITY_MEASURES
+    from .report.stability import STABILITY_MEASURES, stability_record
 
     records = {}
     for row in table[table.kind.isin(["scored", "not_compared"])].to_dict("records"):
         numbers = {key: int(value) if key in ("seeds", "pairs") else value
                    for key, value in row.items() if key not in TABLE_COLUMNS["stability"]}
-        records[(row["corpus"], row["model"])] = json.dumps({
-            "corpus": row["corpus"], "model": row["model"], "run_keys": json.loads(row["run_keys"]),
-            "measures": list(STABILITY_MEASURES), "row": numbers if row["kind"] == "scored" else None,
-            "not_compared": row["reason"] if row["kind"] == "not_compared" else None}, indent=1, sort_keys=True)
+        records[(row["corpus"], row["model"])] = stability_record(
+            row["corpus"], row["model"], json.loads(row["run_keys"]), STABILITY_MEASURES,
+            numbers if row["kind"] == "scored" else None, row["reason"] if row["kind"] == "not_compared" else None)
     return records
 
 

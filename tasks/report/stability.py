@@ -35,6 +35,8 @@ OUTPUT_ARTIFACT = "output"
 #: A bundle's record of a fit's model's stability (:func:`topicbench.tasks.bundle_tables.stability_records`):
 #: read where the matrices did not travel with the runs.
 STABILITY_ARTIFACT = "stability.json"
+#: The version of the stability scoring a kept record holds; raised when the numbers it gives change.
+STABILITY_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -145,21 +147,56 @@ def _seed_runs_stability(client, group: pd.DataFrame, measures) -> tuple:
     """(:func:`model_stability` row or None, unreadable runs, why there is no row) of one model's
     seed runs. Their outputs live only inside this call (a temporary folder, and matrices freed on
     return), so a report holds one model's seeds at a time."""
+    # what was found before for these very runs (by an earlier report, or by the bundle they were
+    # imported from without their matrices): finished runs never change, so neither does this
+    recorded = _recorded_stability(client, group, measures)
+    if recorded is not None:
+        return recorded["row"], [], recorded["not_compared"] or ""
     with tempfile.TemporaryDirectory(prefix="topicbench-stability-") as folder:
         read, failed = _download_outputs(client, group, Path(folder))
-    if failed:  # imported without matrices: what the bundle found, where it covers these very runs
-        recorded = _recorded_stability(client, group, measures)
-        if recorded is not None:
-            return recorded["row"], [], recorded["not_compared"] or ""
-        for seed, run_id, reason in failed:
-            logger.warning("run %s: cannot read its %s/ artifact (%s)", run_id, OUTPUT_ARTIFACT, reason)
+    for seed, run_id, reason in failed:
+        logger.warning("run %s: cannot read its %s/ artifact (%s)", run_id, OUTPUT_ARTIFACT, reason)
     if len(read) < 2:
         return None, failed, f"{len(read)} of {len(group)} seeds readable"
     seeds, matrices, vocabularies = zip(*read)
     try:
-        return model_stability(matrices, vocabularies, seeds, measures), failed, ""
+        row, why_not = model_stability(matrices, vocabularies, seeds, measures), ""
     except InputError as error:  # seeds over different vocabularies, or too few words
-        return None, failed, str(error)
+        row, why_not = None, str(error)
+    if not failed:  # a run that could not be read this time may be readable next time: not kept
+        _record_stability(client, group, measures, row, why_not)
+    return row, failed, why_not
+
+
+def stability_record(corpus: str, model: str, run_keys, measures, row: dict | None, why_not: str | None) -> str:
+    """The :data:`STABILITY_ARTIFACT` of one model's seed runs: its stability ``row`` (or why its
+    seeds were not compared) and the run keys and measures it covers, as a bundle's fits and a
+    store's runs keep it."""
+    import json
+
+    return json.dumps({"corpus": corpus, "model": model, "run_keys": sorted(str(key) for key in run_keys),
+                       "measures": list(measures), "version": STABILITY_VERSION, "row": row,
+                       "not_compared": why_not or None}, indent=1, sort_keys=True)
+
+
+def _record_stability(client, group: pd.DataFrame, measures, row: dict | None, why_not: str) -> None:
+    """Keep what was found with each of the runs (best effort: a store that takes no artifacts
+    only means the next report scores them again)."""
+    text = stability_record(group.corpus.iloc[0], group.model.iloc[0], group.run_key, measures,
+                            None if row is None else {key: _plain(value) for key, value in row.items()}, why_not)
+    try:
+        with tempfile.TemporaryDirectory(prefix="topicbench-stability-") as folder:
+            path = Path(folder) / STABILITY_ARTIFACT
+            path.write_text(text, encoding="utf-8")
+            for run_id in group.run_id:
+                client.log_artifact(run_id, str(path))
+    except Exception as error:  # noqa: BLE001 - the findings are in hand; only their reuse is lost
+        logger.info("runs %s: stability not kept with the runs (%s)", list(group.run_id), error)
+
+
+def _plain(value):
+    """A number as JSON keeps it (numpy scalars are not JSON)."""
+    return int(value) if isinstance(value, (int, np.integer)) else float(value)
 
 
 def _recorded_stability(client, group: pd.DataFrame, measures) -> dict | None:
@@ -175,7 +212,8 @@ def _recorded_stability(client, group: pd.DataFrame, measures) -> dict | None:
         logger.debug("runs %s: no %s (%s)", list(group.run_id), STABILITY_ARTIFACT, error)
         return None
     covers = recorded.get("run_keys") == sorted(str(key) for key in group.run_key)
-    return recorded if covers and recorded.get("measures") == list(measures) else None
+    current = recorded.get("version", 1) == STABILITY_VERSION  # numbers of an older scoring are scored again
+    return recorded if covers and current and recorded.get("measures") == list(measures) else None
 
 
 def _download_outputs(client, group: pd.DataFrame, folder: Path) -> tuple[list, list]:

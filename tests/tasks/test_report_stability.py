@@ -132,3 +132,30 @@ def test_model_stability_of_unrelated_runs_sits_near_its_chance_level():
     assert abs(row["jensen_shannon_mean"] - row["jensen_shannon_chance"]) < 0.05
     again = model_stability(runs, [tuple(map(str, range(200)))] * 2, [0, 1])
     assert again["jensen_shannon_chance"] == row["jensen_shannon_chance"]  # the shuffles are seeded
+
+
+def test_stability_found_once_is_kept_with_the_runs_and_read_back_without_their_outputs(store, tmp_path, monkeypatch):
+    """A second report reads each model's kept stability.json, not its seeds' matrices, and shows
+    the same numbers; a record covering other runs (another seed fitted since) is not used."""
+    import json
+
+    from mlflow.tracking import MlflowClient
+
+    from topicbench.tasks.report import stability
+
+    uri, _ = store
+    runs = collect_runs(uri, EXPERIMENT)
+    first = collect_stability(uri, runs)
+    kept = MlflowClient(uri).download_artifacts(runs.set_index("model").loc["same", "run_id"].iloc[0],
+                                                "stability.json", str(tmp_path))
+    assert json.loads(open(kept).read())["run_keys"] == ["toy/same/0", "toy/same/1"]
+
+    def no_outputs(client, group, folder):
+        raise AssertionError(f"read the outputs of {list(group.model)[0]} again")
+
+    monkeypatch.setattr(stability, "_download_outputs", no_outputs)
+    again = collect_stability(uri, runs[runs.model != "broken"])  # broken: never kept (a seed unreadable)
+    pd.testing.assert_frame_equal(again.table, first.table, check_dtype=False)
+    other_runs = runs[runs.model == "same"].assign(run_key=["toy/same/0", "toy/same/9"])
+    with pytest.raises(AssertionError, match="read the outputs of same again"):
+        collect_stability(uri, other_runs)
