@@ -6,9 +6,12 @@ into and the report are written under a temporary folder, or ``--keep``); withou
 one is generated first: the built-in Lee benchmark (E-LDA, gensim LDA and Gibbs LDA) with seeds 0
 and 1, six fits. Printed: each step's seconds, the bundle's bytes (all, artifacts, tables and
 each table) and the tables' bytes per fit, the figure the 15 MB target for 117 fits is about.
+``--runs N`` measures a store of N fit runs instead: the experiment's fits copied, with their
+metrics, tags and artifacts, under new seeds (``bench_report.py``'s copy; the paper has 117).
 
     nice .venv/bin/python benchmarks/bench_bundle.py
     nice .venv/bin/python benchmarks/bench_bundle.py --tracking-uri sqlite:////path/mlflow.db --experiment paper
+    nice .venv/bin/python benchmarks/bench_bundle.py --runs 117   # the six fits copied to 117 runs
     .venv/bin/python benchmarks/bench_bundle.py --json   # one JSON object instead of lines
 """
 
@@ -21,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from importlib import util
 from pathlib import Path
 
 TOPICBENCH = str(Path(sys.executable).parent / "topicbench")
@@ -65,12 +69,25 @@ def generated_store(work: Path, env: dict) -> tuple[str, str]:
     return uri, "lee-default"
 
 
+def copied_store(uri: str, experiment: str, runs: int, work: Path) -> str:
+    """``experiment``'s fits copied to ``runs`` fit runs in a new experiment of the same store (its name)."""
+    spec = util.spec_from_file_location("bench_report", Path(__file__).with_name("bench_report.py"))
+    bench_report = util.module_from_spec(spec)
+    spec.loader.exec_module(bench_report)
+    target = f"{experiment}-{runs}"
+    (work / "copies").mkdir(parents=True, exist_ok=True)
+    bench_report.copy_runs(uri, experiment, target, runs, work / "copies")
+    return target
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tracking-uri", help="the store to export (default: a small generated one)")
     parser.add_argument("--experiment", help="its experiment (with --tracking-uri)")
     parser.add_argument("--keep", metavar="DIR", help="write everything here (an empty folder) and keep it")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--runs", type=int, metavar="N",
+                        help="measure a store of N fit runs: the experiment's fits copied under new seeds")
     args = parser.parse_args()
     if (args.tracking_uri is None) != (args.experiment is None):
         parser.error("give --tracking-uri and --experiment together (or neither: a generated store)")
@@ -79,6 +96,10 @@ def main() -> None:
         work = Path(args.keep or scratch)
         work.mkdir(parents=True, exist_ok=True)
         uri, experiment = (args.tracking_uri, args.experiment) if args.tracking_uri else generated_store(work, env)
+        if args.runs:
+            if args.tracking_uri:
+                parser.error("--runs copies runs within the store: give it without --tracking-uri (a generated store)")
+            experiment = copied_store(uri, experiment, args.runs, work)
         figures = {"store": uri, "experiment": experiment, "load_1min": os.getloadavg()[0],
                    **measure(uri, experiment, work, env)}
     if args.json:

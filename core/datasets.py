@@ -11,6 +11,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from .proxann_release import (HUMAN_RESPONSES, PROXANN_BASE_URL, PROXANN_CITATION, PROXANN_SOURCE, STUDY_TOPICS,
+                              release_files)
 from .validation import InputError
 
 #: Overrides the cache folder (``topicbench data fetch`` writes there; configs read from there).
@@ -64,12 +66,16 @@ class Dataset:
     description : str
     documents : int
         Documents of the converted corpus.
-    layout : {"octis", "elda_release", "human_judgments"}
+    layout : {"octis", "elda_release", "human_judgments", "proxann_release"}
         ``octis``: the files are already ``corpus.tsv``, ``vocabulary.txt`` and ``metadata.json``;
         ``elda_release``: the E-LDA authors' ``<PREFIX>_D2Windexform.txt``, ``<PREFIX>_words.txt``
         and (for the word order) ``<PREFIX>_docs.txt``, converted by ``core/elda_release.py``;
         ``human_judgments``: not a corpus but people's judgments of topics (``all_data.json``, kept
-        as published), which ``topicbench judge calibrate`` reads; ``documents`` counts its topics.
+        as published), which ``topicbench judge calibrate`` reads; ``documents`` counts its topics;
+        ``proxann_release``: not a corpus but ProxAnn's user study (``core/proxann_release.py``),
+        its files kept as published under their paths in the repository (several share a name),
+        which ``topicbench judge calibrate --protocol proxann`` reads; ``documents`` counts its
+        study topics.
     files : tuple of RemoteFile
     base_url : str
         The raw GitHub URL at the pinned commit; ``--url`` replaces it (mirrors, tests).
@@ -92,7 +98,17 @@ class Dataset:
 
     @property
     def is_corpus(self) -> bool:
-        return self.layout != "human_judgments"
+        return self.layout not in ("human_judgments", "proxann_release")
+
+    @property
+    def content(self) -> str:
+        """The file (path in the dataset's folder) whose presence, beside the marker, means fetched."""
+        return {"human_judgments": JUDGMENTS_FILE, "proxann_release": HUMAN_RESPONSES}.get(self.layout, "corpus.tsv")
+
+    def local_path(self, file: RemoteFile) -> str:
+        """Where ``file`` is kept in the dataset's folders: its name, or its path for a release
+        whose files share names (ProxAnn's answers, one folder a seed)."""
+        return file.path if self.layout == "proxann_release" else file.name
 
 
 def _elda(name, prefix, description, documents, citation, files) -> Dataset:
@@ -136,6 +152,9 @@ DATASETS = {dataset.name: dataset for dataset in (
             HOYLE_BASE_URL, HOYLE_SOURCE,
             "Hoyle, Goel, Hian-Cheong, Peskov, Boyd-Graber and Resnik. Is automated topic model evaluation broken? "
             "The incoherence of coherence. NeurIPS 2021."),
+    Dataset("proxann", "people's and 7 LLMs' document-level answers on 24 Bills topics (ProxAnn; not a corpus)",
+            STUDY_TOPICS, "proxann_release", tuple(RemoteFile(*pinned) for pinned in release_files()),
+            PROXANN_BASE_URL, PROXANN_SOURCE, PROXANN_CITATION),
     _octis("BBC_News", "BBC news articles, 5 classes (lemmatized; OCTIS)", 2225, (
         ("corpus.tsv", "f76c715babb4b1decbe0d929454d1f2fd902c67d118cecaf7fbf39f1b376c624", 1881385),
         ("vocabulary.txt", "7aaf24bf24073a3eeb6b255dac054a40c5b3deda3dbcb0317e502e8b9f2ec8aa", 22743),
@@ -185,8 +204,7 @@ def dataset_folder(name: str, home=None) -> Path:
 
 def is_cached(name: str, home=None) -> bool:
     folder = dataset_folder(name, home)
-    content = "corpus.tsv" if get_dataset(name).is_corpus else JUDGMENTS_FILE
-    return (folder / content).is_file() and (folder / COMPLETE_MARKER).is_file()
+    return (folder / get_dataset(name).content).is_file() and (folder / COMPLETE_MARKER).is_file()
 
 
 def cached_dataset_folder(name: str, home=None) -> Path:

@@ -9,6 +9,7 @@ that a dataset folder is either complete or absent.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import http.client
 import json
@@ -29,6 +30,7 @@ from topicbench.core.datasets import (
 )
 from topicbench.core.elda_release import release_documents, write_octis_folder
 from topicbench.core.io import OutputPathError, check_output_path
+from topicbench.core.proxann_release import STUDY_INPUTS
 
 from .console import CONSOLE
 
@@ -66,10 +68,16 @@ def file_url(dataset: Dataset, file: RemoteFile, base_url: str | None = None) ->
     return f"{(base_url or dataset.base_url).rstrip('/')}/{file.path}"
 
 
+#: How each kind of dataset is given by path instead of fetched.
+BY_PATH = {"human_judgments": "give the file by path: `topicbench judge calibrate --judgments FILE`",
+           "proxann_release": "give a checkout of the repository by path: `topicbench judge calibrate --protocol "
+                              "proxann --release DIR`"}
+CORPUS_BY_PATH = "give a corpus folder by path: `source: PATH` in a config, `--data PATH` for `topicbench paper`"
+
+
 def _by_hand(url: str, target: Path, dataset: Dataset) -> str:
     return (f"to provide it by hand, download {url} yourself and put it at {target}, then run "
-            f"`topicbench data fetch {dataset.name}` again (or give a corpus folder by path: "
-            f"`source: PATH` in a config, `--data PATH` for `topicbench paper`)")
+            f"`topicbench data fetch {dataset.name}` again (or {BY_PATH.get(dataset.layout, CORPUS_BY_PATH)})")
 
 
 def download_file(url: str, target: Path, sha256: str, dataset: Dataset, limits: DownloadLimits = DownloadLimits()) -> Path:
@@ -193,16 +201,18 @@ def fetch_dataset(name: str, dest=None, base_url: str | None = None,
     home.mkdir(parents=True, exist_ok=True)
     downloads = home / DOWNLOADS_FOLDER / dataset.name
     try:
-        local = {file.name: download_file(file_url(dataset, file, base_url), downloads / file.name, file.sha256, dataset,
-                                          limits)
+        local = {dataset.local_path(file): download_file(file_url(dataset, file, base_url),
+                                                         downloads / dataset.local_path(file), file.sha256, dataset,
+                                                         limits)
                  for file in dataset.files}
     finally:
+        _remove_empty_tree(downloads)
         _remove_empty_folders(downloads, stop=home)
     staging = Path(tempfile.mkdtemp(prefix=f".{dataset.name}.", suffix=".tmp", dir=home))
     try:
         staging.chmod(0o755)  # mkdtemp's 0700 would keep the corpus from others sharing the cache
         metadata = _write_corpus(dataset, local, staging)
-        metadata["files"] = {file.name: {"url": file_url(dataset, file, base_url), "sha256": file.sha256}
+        metadata["files"] = {dataset.local_path(file): {"url": file_url(dataset, file, base_url), "sha256": file.sha256}
                              for file in dataset.files}
         # the marker goes last: a folder with it is complete
         (staging / COMPLETE_MARKER).write_text(json.dumps(metadata, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -232,6 +242,10 @@ def _write_corpus(dataset: Dataset, local: dict, folder: Path) -> dict:
         documents = sum(len(by_model["topics"]) for by_dataset in judged.values() for by_model in by_dataset.values())
         metadata = {"name": dataset.description, "topics": documents, "source": dataset.source,
                     "citation": dataset.citation}
+    elif dataset.layout == "proxann_release":
+        documents = _copy_proxann_release(local, folder)
+        metadata = {"name": dataset.description, "topics": documents, "source": dataset.source,
+                    "citation": dataset.citation}
     elif dataset.layout == "octis":
         for name in ("corpus.tsv", "vocabulary.txt"):
             shutil.copyfile(local[name], folder / name)
@@ -252,6 +266,26 @@ def _write_corpus(dataset: Dataset, local: dict, folder: Path) -> dict:
     if documents != dataset.documents:
         raise DatasetError(f"{dataset.name}: the converted corpus has {documents} documents, expected {dataset.documents}")
     return metadata
+
+
+def _copy_proxann_release(local: dict, folder: Path) -> int:
+    """ProxAnn's files into ``folder`` under their paths in the repository; returns the study's
+    topics (those of its ``config_*.json`` inputs)."""
+    for path, downloaded in local.items():
+        (folder / path).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(downloaded, folder / path)
+    studied = [json.loads((folder / path).read_text(encoding="utf-8")) for path in STUDY_INPUTS]
+    return sum(len(by_topic) for by_model in studied for by_topic in by_model.values())
+
+
+def _remove_empty_tree(folder: Path) -> None:
+    """The empty folders under ``folder`` (a download that failed leaves the ones made for it)."""
+    if not folder.is_dir():
+        return
+    for below in sorted((path for path in folder.rglob("*") if path.is_dir()), key=lambda path: len(path.parts),
+                        reverse=True):
+        with contextlib.suppress(OSError):  # not empty
+            below.rmdir()
 
 
 def _remove_empty_folders(folder: Path, stop: Path) -> None:

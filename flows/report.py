@@ -36,12 +36,16 @@ def default_report_folder(experiment: str) -> Path:
     return Path.cwd() / "results" / file_name_for(experiment)
 
 
-def _judge_calibration(source: RunSource, config: dict | None, runs) -> dict | None:
-    """The latest calibration of the LLM that judged these runs (when any run has LLM scores)."""
+def _judge_calibrations(source: RunSource, config: dict | None, runs) -> dict:
+    """The latest calibrations of the LLM that judged these runs, as :class:`ReportData`'s fields:
+    on words where any run has word-level LLM scores, on documents where any has document-level ones."""
     model = ((config or {}).get("llm") or {}).get("model")
-    if model is None or not any(column in runs for column in ("llm_rating", "llm_intrusion")):
-        return None
-    return source.calibration(model)
+    found = {}
+    if model is not None and any(column in runs for column in ("llm_rating", "llm_intrusion")):
+        found["calibration"] = source.calibration(model)
+    if model is not None and any(column in runs for column in ("llm_fit", "llm_rank")):
+        found["document_calibration"] = source.document_calibration(model)
+    return found
 
 
 def report_sections(config: dict | None, sections=None) -> tuple:
@@ -87,7 +91,7 @@ def report_from(source: RunSource, folder: str | None = None, *, command: str, n
     # the runs' outputs are read only for a report that shows their stability (a download per run)
     stability = source.stability(runs) if "stability" in sections else None
     data = ReportData(runs=runs, experiment=source.experiment, command=command, config=config, notes=notes,
-                      calibration=_judge_calibration(source, config, runs), stability=stability)
+                      stability=stability, **_judge_calibrations(source, config, runs))
     if "summary" in sections:  # each topic's scores are read only where models side by side differ in K
         unequal = k_differences(runs, models=data.models, corpora=data.corpora)
         data = replace(data, topic_scores=source.topic_scores(runs, unequal) if unequal else None)

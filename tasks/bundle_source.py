@@ -117,6 +117,12 @@ class BundleSource:
         judge = self.manifest.get("judge") or {}
         return judge.get("calibration") if judge.get("model") == model else None
 
+    def document_calibration(self, model: str) -> dict | None:
+        """The judge's document-level calibration recorded at export (a bundle from before it was
+        recorded has none)."""
+        judge = self.manifest.get("judge") or {}
+        return judge.get("document_calibration") if judge.get("model") == model else None
+
     def log_report(self, files) -> str | None:
         """A bundle is read, never written: the report stays where it was written."""
         return None

@@ -272,8 +272,8 @@ def describe_runs(tracking_uri: str, experiment: str, fits, scores: pd.DataFrame
     """What the manifest says of the fits: ``datasets`` (per corpus: its fingerprint, the SHA-256
     of its documents, and source), ``preprocessing`` per corpus, the benchmark's ``config`` and, where
     any fit was judged by an LLM, the ``judge``: its recorded settings (model, prompt hashes) and
-    its latest calibration."""
-    from .calibration_runs import latest_calibration
+    its latest calibrations (on words; on documents where any fit has document-level scores)."""
+    from .calibration_runs import latest_calibration, latest_proxann_calibration
     from .report.store import collect_config
 
     datasets, preprocessing = {}, {}
@@ -284,13 +284,15 @@ def describe_runs(tracking_uri: str, experiment: str, fits, scores: pd.DataFrame
         preprocessing.setdefault(corpus, {k.partition(".")[2]: v for k, v in sorted(params.items())
                                           if k.startswith("preprocessing.")})
     described = {"datasets": datasets, "preprocessing": preprocessing, "config": collect_config(tracking_uri, experiment)}
-    judged = set(scores.run_id[scores.score.isin(["llm_rating", "llm_intrusion"])])
+    judged = set(scores.run_id[scores.score.isin(["llm_rating", "llm_intrusion", "llm_fit", "llm_rank"])])
     settings = next((run.data.params for run in fits if run.info.run_id in judged), None)
     if settings is not None:
         judge = {k: v for k, v in sorted(settings.items()) if k.startswith("llm.")}
         model = judge.get("llm.model")
         described["judge"] = {"model": model, "settings": judge,
                               "calibration": None if model is None else latest_calibration(tracking_uri, model)}
+        if model is not None and scores.score.isin(["llm_fit", "llm_rank"]).any():
+            described["judge"]["document_calibration"] = latest_proxann_calibration(tracking_uri, model)
     return described
 
 

@@ -327,9 +327,16 @@ def topic_questions(output, corpus, judge, settings: JudgeSettings, seed: int) -
         excerpts = {d: excerpt(corpus.document_text(d), settings, limit, count_tokens)
                     for d in shown.exemplars + shown.evaluation}
         prepared[topic] = (shown, excerpts)
+    return ask_categories(prepared, judge, settings)
 
-    def build(topic, ask):
-        shown, excerpts = prepared[topic]
+
+def ask_categories(prepared: dict, judge, settings: JudgeSettings) -> list:
+    """A :class:`TopicQuestions` per entry of ``prepared`` (key -> (shown, excerpts by document
+    key)), its category asked from the top words and the exemplars' excerpts (a non-answer asked
+    again up to ``retries`` times; None where none came)."""
+
+    def build(key, ask):
+        shown, excerpts = prepared[key]
         return label_request(shown, [excerpts[d] for d in shown.exemplars], settings, ask)
 
     def read(reply):
@@ -337,17 +344,29 @@ def topic_questions(output, corpus, judge, settings: JudgeSettings, seed: int) -
         return None if category is None else (category, True)
 
     labels = _collect(list(prepared), build, read, judge, 1, 1 + settings.retries)
-    return [TopicQuestions(shown, excerpts, (labels[topic] or [None])[0])
-            for topic, (shown, excerpts) in prepared.items()]
+    return [TopicQuestions(shown, excerpts, (labels[key] or [None])[0]) for key, (shown, excerpts) in prepared.items()]
 
 
 def fit_agreement(questions, judge, settings: JudgeSettings) -> TopicJudgements:
     """Each topic's τ-b between its evaluation documents' θ and their fit scores (expected from
     log-probabilities, else the mean of ``rating_samples`` answers); NaN without a category, a
     fit for two documents, or a τ (all answers equal)."""
-    asked = [q for q in questions if q.category is not None]
-    keys = [(q.shown.topic, d) for q in asked for d in q.shown.evaluation]
-    by_topic = {q.shown.topic: q for q in asked}
+    fits = ask_fits(questions, judge, settings)
+    scores = []
+    for question in questions:
+        shown = question.shown
+        pairs = [(theta, np.mean(fits[shown.topic, d])) for d, theta in zip(shown.evaluation, shown.theta)
+                 if fits.get((shown.topic, d))]
+        scores.append(kendall_tau_b(*zip(*pairs)) if len(pairs) >= 2 else math.nan)
+    return TopicJudgements(tuple(q.shown.topic for q in questions), tuple(scores))
+
+
+def ask_fits(questions, judge, settings: JudgeSettings) -> dict:
+    """{(topic, evaluation document): fit values read} for the questions with a category: each
+    document's fit to the category, expected from log-probabilities, else ``rating_samples``
+    sampled answers."""
+    by_topic = {q.shown.topic: q for q in questions if q.category is not None}
+    keys = [(topic, d) for topic, q in by_topic.items() for d in q.shown.evaluation]
 
     def build(key, ask):
         question = by_topic[key[0]]
@@ -360,23 +379,30 @@ def fit_agreement(questions, judge, settings: JudgeSettings) -> TopicJudgements:
         score = parse_fit(reply.text)
         return None if score is None else (float(score), False)
 
-    fits = _collect(keys, build, read, judge, settings.rating_samples, settings.rating_samples + settings.retries)
-    scores = []
-    for question in questions:
-        shown = question.shown
-        pairs = [(theta, np.mean(fits[shown.topic, d])) for d, theta in zip(shown.evaluation, shown.theta)
-                 if fits.get((shown.topic, d))]
-        scores.append(kendall_tau_b(*zip(*pairs)) if len(pairs) >= 2 else math.nan)
-    return TopicJudgements(tuple(q.shown.topic for q in questions), tuple(scores))
+    return _collect(keys, build, read, judge, settings.rating_samples, settings.rating_samples + settings.retries)
 
 
 def rank_agreement(questions, judge, settings: JudgeSettings) -> TopicJudgements:
     """Each topic's τ-b between its evaluation documents' θ and their Bradley-Terry strengths from
     the judge's pairwise choices (every pair asked in both orders); NaN without a category, a
     comparison, or a τ."""
-    asked = [q for q in questions if q.category is not None]
-    by_topic = {q.shown.topic: q for q in asked}
-    keys = [(q.shown.topic, i, j, flipped) for q in asked for i in range(len(q.shown.evaluation))
+    choices = ask_pair_choices(questions, judge, settings)
+    scores = []
+    for question in questions:
+        comparisons = _pair_winners(question, choices)
+        if not comparisons:
+            scores.append(math.nan)
+            continue
+        strengths = bradley_terry(len(question.shown.evaluation), comparisons)
+        scores.append(kendall_tau_b(question.shown.theta, strengths))
+    return TopicJudgements(tuple(q.shown.topic for q in questions), tuple(scores))
+
+
+def ask_pair_choices(questions, judge, settings: JudgeSettings) -> dict:
+    """{(topic, i, j, flipped): (P(first), P(second)) read} for the questions with a category:
+    every pair of evaluation slots asked in both orders (position bias cancels)."""
+    by_topic = {q.shown.topic: q for q in questions if q.category is not None}
+    keys = [(topic, i, j, flipped) for topic, q in by_topic.items() for i in range(len(q.shown.evaluation))
             for j in range(i + 1, len(q.shown.evaluation)) for flipped in (False, True)]
 
     def build(key, ask):
@@ -393,16 +419,7 @@ def rank_agreement(questions, judge, settings: JudgeSettings) -> TopicJudgements
             probabilities = None if choice is None else ((1.0, 0.0) if choice == "A" else (0.0, 1.0))
         return None if probabilities is None else (probabilities, True)
 
-    choices = _collect(keys, build, read, judge, 1, 1 + settings.retries)
-    scores = []
-    for question in questions:
-        comparisons = _pair_winners(question, choices)
-        if not comparisons:
-            scores.append(math.nan)
-            continue
-        strengths = bradley_terry(len(question.shown.evaluation), comparisons)
-        scores.append(kendall_tau_b(question.shown.theta, strengths))
-    return TopicJudgements(tuple(q.shown.topic for q in questions), tuple(scores))
+    return _collect(keys, build, read, judge, 1, 1 + settings.retries)
 
 
 def _pair_winners(question: TopicQuestions, choices: dict) -> list:

@@ -20,6 +20,8 @@ A pipeline of three steps, each in its own modules; only the two ends touch anyt
   and their reasons.
 - :mod:`.tables` -- the table blocks (estimates with their ± labelled, best rows, shares).
 - :mod:`.statistics` -- rankings and their agreement (Set 1, Kendall tau with its caveats).
+- :mod:`.llm_judged` -- the LLM section's texts: the judge's calibrations against people (on
+  words; on documents, ProxAnn) and what the document-level means rest on.
 - :mod:`.topics` -- the topics a reader judges: prevalent topics, examples, by label, matched.
 - :mod:`.text` -- text blocks (Markdown, code) and their rendering in both formats.
 - :mod:`.study` -- the search report (a study's trials), from the same blocks.

@@ -17,6 +17,7 @@ from typing import Callable
 import pandas as pd
 
 from topicbench.core.io import file_name_for
+from topicbench.core.metrics.llm_judging import JudgeSettings
 from topicbench.core.metrics.registry import METRICS
 from topicbench.core.registry import Registry
 
@@ -35,7 +36,9 @@ from .summary import (
     requested_metrics, score_table, summary_table, unlisted_models_note, with_chance_flags,
 )
 from .lead import report_lead
-from .text import Code, Markdown, Text
+from .llm_judged import (
+    calibration_summary, document_calibration_blocks, document_judging_text, document_topic_counts,
+)
 
 #: Section builders by name: ``builder(data: ReportData) -> Section | None`` (None: nothing to show).
 REPORT_SECTIONS = Registry("report section")
@@ -52,12 +55,14 @@ COHERENCE_MEASURES = (("umass", "UMass"), ("npmi", "NPMI"), ("cv", "C_V"), ("emb
 #: The metrics of the summary that opens the report (those the config asks for), at N = TABLE_N.
 SUMMARY_MEASURES = (*COHERENCE_MEASURES, ("topic_diversity", "TD"))
 #: The LLM's judgments the summary shows too, where asked for (score key -> title).
-SUMMARY_JUDGED = {"llm_rating": "LLM rating (1-3)", "llm_intrusion": "LLM intrusion"}
+SUMMARY_JUDGED = {"llm_rating": "LLM rating (1-3)", "llm_intrusion": "LLM intrusion", "llm_fit": "LLM fit τ",
+                  "llm_rank": "LLM rank τ"}
 #: How much of each model's topics the "topics" section shows.
 TOPICS_SHOWN, TOPIC_WORDS_SHOWN = 5, TABLE_N
 #: Each shown topic's own scores (score key, label): NPMI over its shown words (bounded, 0 where
 #: the words are independent: a reader's scale), and the LLM's rating where one judged it.
-TOPIC_SCORES_SHOWN = ((f"npmi@{TABLE_N}", "NPMI"), ("llm_rating", "LLM rating"))
+TOPIC_SCORES_SHOWN = ((f"npmi@{TABLE_N}", "NPMI"), ("llm_rating", "LLM rating"), ("llm_fit", "LLM fit τ"),
+                      ("llm_rank", "LLM rank τ"))
 
 
 @dataclass(frozen=True)
@@ -115,8 +120,11 @@ class ReportData:
     notes : str
         Free text shown under "Notes" (paragraphs separated by blank lines).
     calibration : dict or None
-        The latest calibration against people of the LLM that judged the runs
-        (:func:`topicbench.flows.judge.latest_calibration`), None when there is none.
+        The latest word-level calibration against people of the LLM that judged the runs
+        (:func:`topicbench.tasks.calibration_runs.latest_calibration`), None when there is none.
+    document_calibration : dict or None
+        Its latest document-level calibration, on ProxAnn's user study
+        (:func:`topicbench.tasks.calibration_runs.latest_proxann_calibration`), None when there is none.
     stability : StabilityFindings or None
         Each model's stability across seeds, read from the runs' outputs
         (:func:`topicbench.tasks.report.stability.collect_stability`); None when not collected.
@@ -132,6 +140,7 @@ class ReportData:
     config: dict | None = None
     notes: str = ""
     calibration: dict | None = None
+    document_calibration: dict | None = None
     stability: StabilityFindings | None = None
     topic_scores: dict | None = None
     generated: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.timezone.utc))
@@ -283,44 +292,52 @@ def coherence_section(data: ReportData) -> Section:
 
 LLM_MEASURES = (("llm_rating", "LLM rating (1-3)"), ("llm_intrusion", "LLM intrusion accuracy"),
                 ("llm_rating_answered", "share of topics rated"), ("llm_intrusion_answered", "share of topics with an answered intrusion draw"))
+#: The document-level judgments (ProxAnn): Kendall's τ-b of the judge's answers against θ, and their bookkeeping.
+DOCUMENT_MEASURES = (("llm_fit", "LLM fit τ (documents' fit against θ, -1 to 1)"),
+                     ("llm_rank", "LLM rank τ (documents' ranking against θ, -1 to 1)"),
+                     ("llm_fit_answered", "share of topics with a fit τ"),
+                     ("llm_rank_answered", "share of topics with a rank τ"))
+#: What the judging asked of the endpoint, per run (all the LLM metrics of the run together).
+JUDGING_USAGE_COLUMNS = (("llm_requests", "LLM requests of the judging"), ("llm_cached_replies", "replies from the cache"),
+                         ("llm_prompt_tokens", "prompt tokens"), ("llm_completion_tokens", "completion tokens"),
+                         ("llm_cost", "cost"))
 
 
 @register_section("llm_judged")
 def llm_judged_section(data: ReportData) -> Section | None:
-    """The LLM's judgments of every model's topics per corpus, headed by how far that LLM agrees
-    with people (its latest calibration), said plainly when it is weak."""
-    tables = pivots(data, LLM_MEASURES)
-    if not tables:
+    """The LLM's judgments of every model's topics per corpus: from their words (each part headed by
+    how far that LLM agrees with people, its latest calibration, said plainly when it is weak), then
+    from their documents (the same, on ProxAnn's study), then what the judging cost."""
+    words, documents = pivots(data, LLM_MEASURES), pivots(data, DOCUMENT_MEASURES)
+    if not words and not documents:
         return None
     llm = (data.config or {}).get("llm") or {}
-    model = llm.get("model", "the LLM")
-    return Section("Judged by an LLM", (
-        calibration_summary(model, llm.get("base_url", ""), data.calibration),
-        f"{model} rated each model's most prevalent topics (at most {llm.get('max_topics', 50)}) from their top 10 words, "
-        "1 (not very related) to 3 (very related), and picked the odd word out of five top words and an intruder "
+    model, base_url = llm.get("model", "the LLM"), llm.get("base_url", "")
+    word_blocks = (
+        calibration_summary(model, base_url, data.calibration),
+        f"Words: {model} rated each model's most prevalent topics (at most {llm.get('max_topics', 50)}) from their top 10 "
+        "words, 1 (not very related) to 3 (very related), and picked the odd word out of five top words and an intruder "
         "(Stammbach et al. 2023; Chang et al. 2009). Mean ± sd over seeds; every question and reply is a trace of its run. "
         "The shares of topics answered are bookkeeping (how many of the LLM's replies could be read), never marked best.",
         *judged_sample_caution(data, llm.get("max_topics", 50)),
-        *tables,
-    ))
-
-
-def calibration_summary(model: str, base_url: str, calibration: dict | None) -> Markdown:
-    """The paragraph heading the LLM section: the judge's agreement with people, or that it has none."""
-    if calibration is None:
-        command = f"topicbench judge calibrate --llm-base-url {base_url or 'URL'} --llm-model {model}"
-        return Markdown("**", Text(model), " has not been calibrated against people.** Run ", Code(command),
-                        "; until then read these scores as one model's opinion, not people's.")
-    rows = {row["measure"]: row for row in calibration.get("rows", [])}
-    parts = []
-    for measure, against in (("llm_rating", "rating"), ("llm_intrusion", "intrusion")):
-        if measure in rows:
-            fit = rows[measure][against]
-            parts.append(f"{measure}: ρ = {fit['rho']:.2f} [{fit['low']:.2f}, {fit['high']:.2f}] against people's {against}s")
-    when = dt.datetime.fromtimestamp(calibration.get("when", 0) / 1000, dt.timezone.utc)
-    return Markdown("**Calibration of ", Text(model), " against people** (Hoyle et al. 2021, ",
-                    Text(f"{calibration.get('topics')} topics; run {calibration.get('run_id')}, {when:%Y-%m-%d}"),
-                    "): ", Text(f"{'; '.join(parts)}. {calibration.get('verdict', '')}."))
+        *words,
+    ) if words else ()
+    settings = JudgeSettings()
+    document_topics = llm.get("document_topics", settings.document_topics)
+    counts = document_topic_counts(data.runs, models=data.models, corpora=data.corpora, document_topics=document_topics)
+    document_blocks = (
+        *document_calibration_blocks(model, base_url, data.document_calibration),
+        document_judging_text(model, llm, settings),
+        *judged_sample_caution(data, document_topics, " of the documents' judging"),
+        *documents,
+        *(() if counts.empty else (counts,)),
+    ) if documents else ()
+    usage = [replace(table, unit="" if key == "llm_cost" else "count") for (key, _), table
+             in zip(JUDGING_USAGE_COLUMNS, pivots(data, JUDGING_USAGE_COLUMNS, keep_empty=True)) if not table.empty]
+    usage_text = ("What the judging asked of the endpoint, per run (every LLM metric of the run together; mean ± sd over "
+                  "seeds): requests made, replies read from the cache instead, tokens, and the cost where the endpoint "
+                  "states its prices.")
+    return Section("Judged by an LLM", (*word_blocks, *document_blocks, *((usage_text, *usage) if usage else ())))
 
 
 @register_section("diversity")
@@ -430,9 +447,9 @@ def topics_section(data: ReportData) -> Section | None:
         f"Each model's {TOPICS_SHOWN} most prevalent topics on each corpus, from its first seed, with its top "
         f"{TOPIC_WORDS_SHOWN} words. In brackets: the topic's share of the documents (the mean of p(topic | document)), "
         f"its own NPMI@{TABLE_N} (from -1 to 1; 0: its words co-occur as often as chance; the model's NPMI@{TABLE_N} "
-        "is the mean over its topics) and, where an LLM judged it, its rating (1-3). A run whose topic-document "
-        "matrix could not be read shows its first topics in its own order; one tracked before topics were scored "
-        "one by one shows no NPMI.",
+        "is the mean over its topics) and, where an LLM judged it, its rating (1-3) and its documents' fit and rank τ "
+        "against θ (-1 to 1). A run whose topic-document matrix could not be read shows its first topics in its own "
+        "order; one tracked before topics were scored one by one shows no NPMI.",
         *tables,
         *((MATCHED_TOPICS_TEXT, *matched) if matched else ()),
         *((EXAMPLES_TEXT, *examples) if examples else ()),

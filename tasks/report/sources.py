@@ -1,8 +1,8 @@
 """Where a report reads its runs from: one interface, two sources.
 
-A report needs five things of the runs it shows, and nothing else: the run table, the benchmark's
+A report needs six things of the runs it shows, and nothing else: the run table, the benchmark's
 config, each topic's own scores (for the comparison at matched K), each model's stability across
-seeds, and the latest calibration of the LLM that judged them. :class:`RunSource` names them;
+seeds, and the latest calibrations of the LLM that judged them (on words and on documents). :class:`RunSource` names them;
 
 - :class:`StoreSource` reads them from an MLflow tracking store (and logs the finished report
   back to the benchmark's parent run);
@@ -48,7 +48,10 @@ class RunSource(Protocol):
         """:class:`~topicbench.tasks.report.stability.StabilityFindings` of the runs' seeds."""
 
     def calibration(self, model: str) -> dict | None:
-        """The latest calibration of the judge ``model``, None where there is none."""
+        """The latest word-level calibration of the judge ``model``, None where there is none."""
+
+    def document_calibration(self, model: str) -> dict | None:
+        """The latest document-level (ProxAnn) calibration of the judge ``model``, None where there is none."""
 
     def log_report(self, files) -> str | None:
         """Keep the written report beside the runs where the source can; the parent run's id or None."""
@@ -85,6 +88,11 @@ class StoreSource:
         from topicbench.tasks.calibration_runs import latest_calibration
 
         return latest_calibration(self.tracking_uri, model)
+
+    def document_calibration(self, model: str) -> dict | None:
+        from topicbench.tasks.calibration_runs import latest_proxann_calibration
+
+        return latest_proxann_calibration(self.tracking_uri, model)
 
     def log_report(self, files) -> str | None:
         from .store import log_report_to_parent

@@ -361,18 +361,18 @@ def unlisted_models_note(data) -> tuple:
 JUDGED_TOPICS_ENOUGH, JUDGED_SEEDS_ENOUGH = 10, 2
 
 
-def judged_sample_caution(data, max_topics: int) -> tuple:
+def judged_sample_caution(data, max_topics: int, of: str = "") -> tuple:
     """What the LLM's means rest on: the fewest topics judged for a model (its K, at most
     ``max_topics``) and the seeds; a caution where they are few (a difference of a few hundredths
-    between models is then within chance)."""
+    between models is then within chance). ``of`` names the judging, after "Sample"."""
     used = [k for corpus in data.corpora for model in data.models
             if (k := topics_used(data.runs, corpus, model)) is not None]
     judged = min(min(used), max_topics) if used else max_topics
     seeds = len(data.seeds)
     sample = f"the fewest topics judged for a model is {judged:g}, over {seeds} seed{'s' if seeds != 1 else ''}"
     if judged >= JUDGED_TOPICS_ENOUGH and seeds >= JUDGED_SEEDS_ENOUGH:
-        return (Markdown(f"Sample: {sample}."),)
-    return (Markdown(f"**Small sample:** {sample}; with fewer than {JUDGED_TOPICS_ENOUGH} topics or a single seed, "
+        return (Markdown(f"Sample{of}: {sample}."),)
+    return (Markdown(f"**Small sample{of}:** {sample}; with fewer than {JUDGED_TOPICS_ENOUGH} topics or a single seed, "
                      "differences between the models here are within chance: read them as a hint."),)
 
 

@@ -189,7 +189,7 @@ def test_the_cli_fetches_into_dest_and_reports_errors_on_one_line(server, cache,
     assert main(["data", "fetch", "tiny", "--url", "127.0.0.1:8000"]) == 2
     assert "--url must be an http:// or https:// base URL, got '127.0.0.1:8000'" in capsys.readouterr().err
     assert main(["data", "fetch", "nyt"]) == 2
-    assert "Unknown dataset 'nyt'. Available: congress, reuters, 20ng_politics, hoyle2021, BBC_News, DBLP, M10" in capsys.readouterr().err
+    assert "Unknown dataset 'nyt'. Available: congress, reuters, 20ng_politics, hoyle2021, proxann, BBC_News, DBLP, M10" in capsys.readouterr().err
 
 
 def test_data_list_names_every_dataset_and_whether_it_is_cached(server, cache, monkeypatch, capsys):
@@ -199,7 +199,7 @@ def test_data_list_names_every_dataset_and_whether_it_is_cached(server, cache, m
     out = capsys.readouterr().out
     assert out.splitlines()[0] == f"data cache: {cache} (set $TOPICBENCH_DATA to change it)"
     rows = {line.split()[0]: line for line in out.splitlines()[2:]}
-    assert set(rows) == {"congress", "reuters", "20ng_politics", "BBC_News", "DBLP", "M10", "hoyle2021", "tiny"}
+    assert set(rows) == {"congress", "reuters", "20ng_politics", "BBC_News", "DBLP", "M10", "hoyle2021", "proxann", "tiny"}
     assert re.search(r"congress\s+US congressional .*\s6\.0 MB\s+3,852\s+no$", rows["congress"])
     assert rows["tiny"].endswith(f"yes ({cache / 'tiny'})")
 
