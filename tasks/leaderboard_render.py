@@ -153,21 +153,39 @@ def rules_text(leaderboard: Leaderboard) -> list[str]:
 
 
 def judge_lines(leaderboard: Leaderboard) -> list[str]:
-    """The LLM that judged each bundle and its calibration against people, or that it has none."""
+    """The LLM that judged each bundle and its calibrations against people (word-level: Hoyle et
+    al.'s ratings; document-level: ProxAnn's study), or that it has none."""
     lines = []
     for bundle, llm in leaderboard.judges:
         model = llm.get("model", "an LLM")
-        calibration = llm.get("calibration")
-        if not calibration:
+        words, documents = llm.get("calibration"), llm.get("document_calibration")
+        if not words and not documents:
             lines.append(f"Bundle {bundle}: judged by {model}, not calibrated against people: read its scores as one "
                          "model's opinion.")
             continue
-        parts = [f"{row['measure']}: ρ = {fit['rho']:.2f} [{fit['low']:.2f}, {fit['high']:.2f}] against people's "
-                 f"{against}s" for row in calibration.get("rows", []) for against in ("rating", "intrusion")
-                 if row.get("measure") == f"llm_{against}" and isinstance(fit := row.get(against), dict)]
-        lines.append(f"Bundle {bundle}: judged by {model}; calibration ({calibration.get('topics')} topics): "
-                     f"{'; '.join(parts) or 'no correlations recorded'}. {calibration.get('verdict', '')}".strip())
+        lines.append(f"Bundle {bundle}: judged by {model}; {_word_calibration(words)}; "
+                     f"{_document_calibration(documents)}.")
     return lines
+
+
+def _word_calibration(calibration: dict | None) -> str:
+    if not calibration:
+        return "word lists not calibrated against people"
+    parts = [f"{row['measure']}: ρ = {fit['rho']:.2f} [{fit['low']:.2f}, {fit['high']:.2f}] against people's "
+             f"{against}s" for row in calibration.get("rows", []) for against in ("rating", "intrusion")
+             if row.get("measure") == f"llm_{against}" and isinstance(fit := row.get(against), dict)]
+    verdict = f" ({calibration['verdict']})" if calibration.get("verdict") else ""
+    return f"word-level calibration ({calibration.get('topics')} topics): {', '.join(parts) or 'no correlations recorded'}{verdict}"
+
+
+def _document_calibration(calibration: dict | None) -> str:
+    if not calibration:
+        return "documents' judging not calibrated against people"
+    judge = calibration.get("judge", {})
+    parts = [f"llm_{answer}: τ = {tau['tau']:+.2f} (SE {tau['se']:.2f})" for answer in ("fit", "rank")
+             if isinstance(tau := judge.get(answer), dict) and "tau" in tau and "se" in tau]
+    return (f"document-level calibration on ProxAnn's study ({calibration.get('topics')} topics), topic-ranking "
+            f"agreement with people: {', '.join(parts) or 'no τ recorded'}")
 
 
 def settings_lines(leaderboard: Leaderboard) -> list[str]:

@@ -137,6 +137,17 @@ def test_the_page_cautions_on_k_and_on_an_uncalibrated_judge(tmp_path):
     assert "judged by smollm2, not calibrated against people" in markdown
 
 
+def test_the_page_states_a_document_level_calibration_beside_a_missing_word_level_one(tmp_path):
+    scores = {("toy", "lda"): {"npmi@10": [0.1, 0.2], "llm_fit": [0.2, 0.3]}}
+    documents = {"topics": 24, "judge": {"fit": {"tau": 0.31, "se": 0.13}, "rank": {"tau": -0.05}}}
+    folder = write_bundle(tmp_path / "b", scores, judge={"model": "qwen", "calibration": None,
+                                                         "document_calibration": documents})
+    markdown = render_markdown(build_leaderboard([read_bundle(folder)]), with_diagram=False)
+    assert ("judged by qwen; word lists not calibrated against people; document-level calibration on ProxAnn's "
+            "study (24 topics), topic-ranking agreement with people: llm_fit: τ = +0.31 (SE 0.13).") in markdown
+    assert "not calibrated against people: read its scores" not in markdown
+
+
 def _five_datasets(tmp_path):
     """Three models on five datasets, whose mean scores rank them in a known order on each."""
     means = {"d1": (0.3, 0.2, 0.1), "d2": (0.3, 0.1, 0.2), "d3": (0.3, 0.2, 0.1), "d4": (0.2, 0.3, 0.1),
