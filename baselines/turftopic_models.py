@@ -37,7 +37,7 @@ from topicbench.core.config import OUTPUT_TOP_WORDS
 from topicbench.core.corpus import Corpus
 from topicbench.core.output import TopicModelOutput
 
-from .base import TopicModel, import_optional, normalize_rows, require_choice, require_integers, require_positive, top_words_of
+from .base import TopicModel, import_optional, normalize_rows, require_choice, require_integers, require_positive
 
 logger = logging.getLogger(__name__)
 
@@ -88,6 +88,16 @@ class CachedWordEncoder:
 def positive_part(matrix) -> np.ndarray:
     """max(matrix, 0) as float64."""
     return np.maximum(np.asarray(matrix, dtype=np.float64), 0.0)
+
+
+def package_top_words(model, top_n: int) -> list[list[str]]:
+    """Each component's ``top_n`` words as the package ranks them (``get_topics``: by importance,
+    negative ones included). Not the positive part's: soft c-TF-IDF is negative for every word a
+    corpus of long documents counts more often than it has documents, which left GMM topics on
+    congress with 2 positive words and no coherence."""
+    vocabulary = model.get_vocab()
+    return [[str(vocabulary[w]) for w in np.argsort(-component, kind="stable")[:top_n]]
+            for component in np.asarray(model.components_)]
 
 
 class TurftopicModel(TopicModel):
@@ -146,7 +156,7 @@ class TurftopicModel(TopicModel):
         output = TopicModelOutput(
             model=self.name,
             vocabulary=tuple(corpus.vocabulary),
-            topics=top_words_of(topic_word, corpus.vocabulary, int(self.settings["top_words"])),
+            topics=package_top_words(model, int(self.settings["top_words"])),
             topic_word_matrix=topic_word,
             topic_document_matrix=normalize_rows(positive_part(doc_topic)).T.copy(),
             extra=self._convergence(model),
@@ -240,7 +250,8 @@ class S3(TurftopicModel):
     -----
     S³'s topics are signed axes (the package lists a negative side too). The metrics need
     distributions, so a topic's word distribution is the positive part of the package's
-    ``components_`` normalised — the words the package lists as the topic, in its order — and a
+    ``components_`` normalised, its word list the package's own (its positive side, in its
+    order), and a
     document's topic proportions are the positive part of its ICA coordinates normalised (a
     document negative on every axis: uniform). ``extra["converged"]`` is FastICA's stopping rule
     (tolerance 1e-4 reached before ``max_iter``). :meth:`transform` is the package's (ICA
@@ -291,8 +302,9 @@ class GMM(TurftopicModel):
     Document proportions are the mixture's posterior component probabilities (the package's
     document-topic matrix). Word importances can be negative (soft c-TF-IDF's idf is negative
     for a word counted more often than there are documents; NPMI and fighting words are
-    signed): a topic's word distribution is the positive part of ``components_`` normalised,
-    the words the package ranks first. ``extra["converged"]`` and ``extra["iterations"]`` are
+    signed): a topic's word distribution is the positive part of ``components_`` normalised, and
+    its word list the package's own top words (its ranking, negative importances included: on a
+    corpus of long documents most are negative). ``extra["converged"]`` and ``extra["iterations"]`` are
     the mixture's own (``converged_``, ``n_iter_``), ``extra["lower_bound"]`` its final
     log-likelihood lower bound. :meth:`transform` is the package's (``predict_proba`` of the new
     documents' embeddings).

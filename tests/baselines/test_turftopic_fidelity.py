@@ -70,9 +70,15 @@ def test_wrapper_output_is_the_packages(small_corpus, name):
     output = model.output_
     np.testing.assert_allclose(output.topic_word_matrix, topic_word, rtol=1e-6, atol=1e-12)
     np.testing.assert_allclose(output.topic_document_matrix, theta, rtol=1e-6, atol=1e-12)
-    # the topic's first word is the one the package ranks first
-    for words, (_, ranked) in zip(output.topics, package.get_topics(top_k=1)):
-        assert words[0] == ranked[0][0]
+    # the topics are the package's own top words, in its order (negative importances included;
+    # words of equal importance may come in another order)
+    top_words = len(output.topics[0])
+    column = {word: c for c, word in enumerate(package.get_vocab())}
+    for words, component, (_, ranked) in zip(output.topics, package.components_,
+                                             package.get_topics(top_k=top_words)):
+        np.testing.assert_array_equal(component[[column[word] for word in words]],
+                                      [importance for _, importance in ranked])
+        assert len(words) == top_words
     held_out = small_corpus.subset(range(8))
     expected = package.transform(corpus_texts(held_out), embeddings=document_embeddings(held_out))
     np.testing.assert_allclose(model.transform(held_out), distributions(package, expected, small_corpus)[1], rtol=1e-6)
