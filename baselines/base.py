@@ -12,7 +12,7 @@ from dataclasses import replace
 import numpy as np
 import psutil
 
-from topicbench.core.config import MAX_SEED
+from topicbench.core.constants import MAX_SEED
 from topicbench.core.corpus import Corpus
 from topicbench.core.output import PROBABILITY_TOLERANCE, TopicModelOutput
 from topicbench.core.schema import check_schema

@@ -1,20 +1,20 @@
-"""E-LDA as one more model of the registry (wraps the estimator :class:`topicbench.core.elda.ELDA`)."""
+"""E-LDA as one more model of the registry (wraps the estimator :class:`topicbench.core.elda.model.ELDA`)."""
 
 from __future__ import annotations
 
-from topicbench.core.config import DEFAULT_EPSILON, DEFAULT_GENERATOR, OUTPUT_TOP_WORDS
+from topicbench.core.constants import DEFAULT_EPSILON, DEFAULT_GENERATOR, OUTPUT_TOP_WORDS
 from topicbench.core.corpus import Corpus
 from topicbench.core.preprocess import corpus_from_token_lists
-from topicbench.core.elda import ELDA
-from topicbench.core.generators import GENERATORS
+from topicbench.core.elda.model import ELDA
+from topicbench.core.elda.generators import GENERATORS
 from topicbench.core.output import TopicModelOutput
-from topicbench.core.parallel import LocalShards
+from topicbench.core.elda.parallel import LocalShards
 from topicbench.core.validation import InputError, check_epsilon, check_kappa
 
 from .base import TopicModel, require_choice, require_integers
 
 #: The algorithms of the ``algorithm`` setting: exact FastGreedy, or the low-adaptivity
-#: parallel algorithm in this process (:class:`~topicbench.core.parallel.LocalShards`).
+#: parallel algorithm in this process (:class:`~topicbench.core.elda.parallel.LocalShards`).
 ALGORITHMS = ("exact", "parallel")
 
 #: (generator, algorithm) pairs whose numba kernels this process has compiled (or loaded from
@@ -37,7 +37,7 @@ class ELDAModel(TopicModel):
     kappa : float
         Mean number of topics per document, κ in the paper (spec §1); budget k = floor(κ D).
     generator : {"raw_umass", "exp_umass", "cooccurrence"}
-        Keyword topic generator (spec §2); default :data:`~topicbench.core.config.DEFAULT_GENERATOR`,
+        Keyword topic generator (spec §2); default :data:`~topicbench.core.constants.DEFAULT_GENERATOR`,
         the paper's best, the estimator's and the CLI's default too.
     top_words : int
         Words per topic in the output's topic lists.
@@ -47,7 +47,7 @@ class ELDAModel(TopicModel):
         a benchmark's Dask worker holds them to its thread count).
     epsilon : float
         Accuracy parameter of the parallel algorithm, in (0, 1) (default
-        :data:`~topicbench.core.config.DEFAULT_EPSILON`). It applies to ``algorithm="parallel"``
+        :data:`~topicbench.core.constants.DEFAULT_EPSILON`). It applies to ``algorithm="parallel"``
         only: changing it with the exact algorithm is an error rather than ignored.
 
     Resolved values: ``budget_`` (k), ``num_candidates_`` (keyword topics generated) and, for the

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from topicbench.core.config import OUTPUT_TOP_WORDS
+from topicbench.core.constants import OUTPUT_TOP_WORDS
 from topicbench.core.corpus import Corpus
 from topicbench.core.output import TopicModelOutput
 from topicbench.core.validation import InputError

@@ -11,7 +11,7 @@ lives: the caller hands the model an *asker* before :meth:`TopicGPT.fit`
 (:meth:`TopicGPT.ask_with`), any object with ``ask(requests) -> replies`` over
 :class:`~topicbench.core.metrics.llm_judging.JudgeRequest` and
 :class:`~topicbench.core.metrics.llm_judging.JudgeReply`. The fit task gives it
-:class:`topicbench.tasks.llm_judge.EndpointJudge` for the config's ``llm:`` block: the judges'
+:class:`topicbench.tasks.llm.judge.EndpointJudge` for the config's ``llm:`` block: the judges'
 cache, token budget, concurrency, retries, redaction and records, so a re-run with the same seed
 asks nothing and its cost is tracked (``fit_llm_requests`` and tokens).
 
@@ -28,7 +28,7 @@ import logging
 
 import numpy as np
 
-from topicbench.core.config import OUTPUT_TOP_WORDS
+from topicbench.core.constants import OUTPUT_TOP_WORDS
 from topicbench.core.corpus import Corpus
 from topicbench.core.metrics.llm_judging import JudgeRequest
 from topicbench.core.output import TopicModelOutput

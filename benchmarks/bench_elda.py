@@ -29,8 +29,8 @@ REFERENCE = {  # spec §5: F, optimise seconds, peak memory GB (authors' serial 
 
 def measure_one(name: str, generator: str, kappa: float) -> dict:
     """Run inside the child process: load, generate candidates, optimise; report times and memory."""
-    from topicbench.core.generators import keyword_candidates
-    from topicbench.core.greedy import fast_greedy
+    from topicbench.core.elda.generators import keyword_candidates
+    from topicbench.core.elda.greedy import fast_greedy
     from topicbench.core.io import load_corpus
     from topicbench.core.preprocess import PreprocessConfig
     from topicbench.core.synthetic import synthetic_lda_corpus

@@ -106,7 +106,7 @@ def time_scoring_calls() -> list:
         finally:
             spent[0] += time.perf_counter() - started
 
-    for name in ("topicbench.core.metrics.scoring", "topicbench.tasks.metrics", "topicbench.tasks.fit"):
+    for name in ("topicbench.core.metrics.scoring", "topicbench.tasks.run.metric_context", "topicbench.tasks.run.fit"):
         try:
             module = importlib.import_module(name)
         except ImportError:
@@ -135,7 +135,7 @@ def compared_key(key: str) -> bool:
     evaluations) change with the code and are not compared."""
     from topicbench.core.metrics.registry import metric_for_key
     from topicbench.core.validation import InputError
-    from topicbench.tasks.fit_record import score_key
+    from topicbench.tasks.store.fit_record import score_key
 
     if key in SOLUTION_KEYS:
         return True

@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from topicbench.core.metrics.llm_judging import JudgeSettings, rating_request  # noqa: E402
-from topicbench.tasks.llm_judge import EndpointJudge, LLMEndpoint  # noqa: E402
+from topicbench.tasks.llm.judge import EndpointJudge, LLMEndpoint  # noqa: E402
 
 WORDS = ["budget", "tax", "deficit", "spending", "revenue", "economy", "jobs", "cut", "senate", "vote", "war", "troops"]
 

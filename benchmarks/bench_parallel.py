@@ -31,10 +31,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_elda import SHARED_DATA  # noqa: E402
 
-from topicbench.core.generators import keyword_candidates  # noqa: E402
-from topicbench.core.greedy import fast_greedy  # noqa: E402
+from topicbench.core.elda.generators import keyword_candidates  # noqa: E402
+from topicbench.core.elda.greedy import fast_greedy  # noqa: E402
 from topicbench.core.io import load_corpus, write_octis_folder  # noqa: E402
-from topicbench.core.parallel import Borrowed, parallel_elda  # noqa: E402
+from topicbench.core.elda.parallel import Borrowed, parallel_elda  # noqa: E402
 from topicbench.core.preprocess import PreprocessConfig  # noqa: E402
 from topicbench.core.synthetic import synthetic_lda_corpus  # noqa: E402
 
@@ -138,7 +138,7 @@ _PARTS = ("cluster", "candidates", "warm_up", "rounds")
 
 def _timed_runs(corpus, workers: int, args) -> list:
     """[(label, seconds by part, solution)]: the first run on a fresh cluster, then repeats."""
-    from topicbench.core.dask_shards import DaskShards
+    from topicbench.core.elda.dask_shards import DaskShards
 
     started = time.perf_counter()
     executor = DaskShards(n_workers=workers)

@@ -114,7 +114,7 @@ def writing_bytecode(env: dict | None) -> dict:
 def topicbench_command(corpus: Path, generator: str, kappa: float, json_out: Path) -> list[str]:
     """``topicbench elda`` as a user runs it (the console script beside this interpreter)."""
     script = Path(sys.executable).with_name("topicbench")
-    launcher = [str(script)] if script.is_file() else [sys.executable, "-m", "topicbench.flows.cli"]
+    launcher = [str(script)] if script.is_file() else [sys.executable, "-m", "topicbench.flows.cli.main"]
     return [*launcher, "elda", "--corpus", str(corpus), "--preprocessed", "--generator", generator,
             "--kappa", str(kappa), "--json", str(json_out)]
 

@@ -43,7 +43,7 @@ DEFAULT_EXPERIMENT = "lee-default"
 #: The ``topicbench`` command, importing the package from ``PYTHONPATH`` first: the editable
 #: install's finder would otherwise map it to this checkout whatever ``--checkout`` says.
 ENTRY_POINT = ("import sys; sys.meta_path[:] = [f for f in sys.meta_path if 'editable' not in str(f)]; "
-               "from topicbench.flows.cli import main; sys.exit(main())")
+               "from topicbench.flows.cli.main import main; sys.exit(main())")
 
 
 def command_environment(checkout: Path) -> dict:

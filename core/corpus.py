@@ -9,7 +9,7 @@ from functools import cached_property
 
 import numpy as np
 
-from .config import OCTIS_PARTITIONS
+from topicbench.core.constants import OCTIS_PARTITIONS
 from .validation import InputError
 
 

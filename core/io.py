@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .config import OCTIS_PARTITIONS
+from topicbench.core.constants import OCTIS_PARTITIONS
 from .corpus import Corpus
 from .preprocess import PreprocessConfig, preprocess
 from .validation import InputError
@@ -409,3 +409,11 @@ def _partition(corpus: Corpus, d: int) -> str:
 
 def _label(corpus: Corpus, d: int) -> str:
     return f"\t{corpus.labels[d]}" if corpus.labels is not None else ""
+
+
+def sqlite_path(uri: str) -> Path | None:
+    """The database file of a ``sqlite:///`` URI, or None (another scheme, or in memory)."""
+    if not uri.startswith("sqlite:///") or ":memory:" in uri:
+        return None
+    path = uri[len("sqlite:///"):].split("?", 1)[0]
+    return Path(path) if path else None

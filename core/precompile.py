@@ -21,17 +21,24 @@ from pathlib import Path
 import numpy as np
 from numba.core.registry import CPUDispatcher
 
-from ._kernels import column_sort, cooccurrence, document_rounds, first_round, gains, lazy_greedy, readout, segments
-from .generators import GENERATORS, keyword_candidates
-from .greedy import fast_greedy
-from .inference import freeze_topics, infer_topics
+from topicbench.core.elda.kernels import column_sort
+from topicbench.core.elda.kernels import cooccurrence
+from topicbench.core.elda.kernels import document_rounds
+from topicbench.core.elda.kernels import first_round
+from topicbench.core.elda.kernels import gains
+from topicbench.core.elda.kernels import lazy_greedy
+from topicbench.core.elda.kernels import readout
+from topicbench.core.elda.kernels import segments
+from topicbench.core.elda.generators import GENERATORS, keyword_candidates
+from topicbench.core.elda.greedy import fast_greedy
+from topicbench.core.elda.inference import freeze_topics, infer_topics
 from .io import load_corpus
-from .metrics import _kernels as _metric_kernels
-from .metrics import _stability_kernels
+from topicbench.core.metrics import kernels as _metric_kernels
+from topicbench.core.metrics import stability_kernels as _stability_kernels
 from .metrics import stability as _stability
 from .metrics.counts import CooccurrenceCounts, count_for_topics, topic_pairs
-from .parallel import LocalShards, parallel_elda
-from .shard_rounds import warm_up_kernels
+from topicbench.core.elda.parallel import LocalShards, parallel_elda
+from topicbench.core.elda.shard_rounds import warm_up_kernels
 from .preprocess import PreprocessConfig
 
 #: The modules whose kernels :func:`compile_kernels` covers (every ``cache=True`` kernel of the package).

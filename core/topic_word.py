@@ -1,7 +1,7 @@
 """Matrices whose rows are a constant plus a few stored entries, as keyword topics are.
 
 A keyword topic's p(v | t) takes one value for every word that never co-occurs with its keyword
-and its own value for each word that does (:mod:`topicbench.core.generators`). E-LDA keeps
+and its own value for each word that does (:mod:`topicbench.core.elda.generators`). E-LDA keeps
 thousands of such topics (about 8,000 on reuters): as a dense |topics| x |V| array that is 1.5 GB,
 as a constant per row plus the stored entries a fraction of it. :class:`ConstantPlusSparse` is
 that form, with what the output contract and the metrics read from it (row sums, entries at
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # scipy.sparse is imported where used: `topicbench elda` never needs it
     import scipy.sparse as sp
 
-from ._kernels.readout import rows_top_entries
+from topicbench.core.elda.kernels.readout import rows_top_entries
 from .corpus import segment_ids
 from .validation import InputError
 

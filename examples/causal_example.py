@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from topicbench.core.elda import ELDA
-from topicbench.core.inference import estimate_effect, freeze_topics, infer_topics, topic_indicator
+from topicbench.core.elda.model import ELDA
+from topicbench.core.elda.inference import estimate_effect, freeze_topics, infer_topics, topic_indicator
 from topicbench.core.io import load_corpus
 from topicbench.core.preprocess import PreprocessConfig
 

@@ -2,16 +2,16 @@
 (a Dask worker, or this process's thread), tracked in MLflow by this process.
 
 Each fit task scores its own output and writes its artifacts where it ran
-(:func:`~topicbench.tasks.fit.fit_and_score`) and sends back scores and the artifacts' folder,
+(:func:`~topicbench.tasks.run.fit.fit_and_score`) and sends back scores and the artifacts' folder,
 never matrices: the flow process only claims, tracks and reports.
 
 No fit is lost to the store: one that cannot be logged (the tracking server went away, the store's
 disk filled up, an interrupt during its logging) is kept in the spool
-(:mod:`~topicbench.tasks.spool`), whose folder the command's last line names, and the next run
+(:mod:`~topicbench.tasks.store.spool`), whose folder the command's last line names, and the next run
 of the same config logs it without refitting. Once the store is found gone it is not waited on
 again: the fits still running are spooled as they end, and the flow then fails naming the spool.
 A spooled fit that cannot be logged is named once in a warning with why, moved aside
-(:meth:`~topicbench.tasks.spool.Spool.set_aside`) and fitted again; the benchmark goes on.
+(:meth:`~topicbench.tasks.store.spool.Spool.set_aside`) and fitted again; the benchmark goes on.
 Runs that another process holds are waited for after this process's own, and claimed again if
 their claim ends otherwise than FINISHED, so that every run ends done whichever process does it.
 """
@@ -29,19 +29,24 @@ from prefect.states import Failed
 
 from topicbench.baselines.registry import MODELS
 from topicbench.core.corpus import Corpus
-from topicbench.tasks.corpus import check_topics_fit, corpus_splits, load_corpus
-from topicbench.tasks.embeddings import embed_documents
-from topicbench.tasks.fit import fit_and_score
-from topicbench.tasks.fit_record import FitRecord
-from topicbench.tasks.progress import listening
-from topicbench.tasks.records import settings_key
-from topicbench.tasks.spool import Spool, UnusableEntry
-from topicbench.tasks.interrupts import exception_chain, raise_interrupt_behind
-from topicbench.tasks.llm_judge import judge_record
-from topicbench.tasks.store_checks import TrackingError, check_free_space, check_tracking_uri, store_unavailable
-from topicbench.tasks.tracking import Tracker, claimed_params, log_failed_run, log_model_run, run_record
+from topicbench.tasks.run.corpus import check_topics_fit, corpus_splits, load_corpus
+from topicbench.tasks.run.embeddings import embed_documents
+from topicbench.tasks.run.fit import fit_and_score
+from topicbench.tasks.store.fit_record import FitRecord
+from topicbench.tasks.run.progress import listening
+from topicbench.tasks.store.records import settings_key
+from topicbench.tasks.store.spool import Spool, UnusableEntry
+from topicbench.tasks.store.interrupts import exception_chain, raise_interrupt_behind
+from topicbench.tasks.llm.judge import judge_record
+from topicbench.tasks.store.checks import (
+    TrackingError,
+    check_free_space,
+    check_tracking_uri,
+    store_unavailable,
+)
+from topicbench.tasks.store.tracking import Tracker, claimed_params, log_failed_run, log_model_run, run_record
 
-from .config import BenchmarkConfig, CorpusSpec, ModelSpec
+from topicbench.flows.config.model import BenchmarkConfig, CorpusSpec, ModelSpec
 from .console import CONSOLE
 from .progress import live_progress
 from .runtime import prefect_defaults, shared_prefect_server, task_runner, uses_worker_processes
@@ -419,7 +424,7 @@ def _submit_fits(todo: list, config: BenchmarkConfig, splits: dict, budget: str 
 
 
 def _scored(future):
-    """The :class:`~topicbench.tasks.fit.ScoredFit` of a finished task; raises its fit's or
+    """The :class:`~topicbench.tasks.run.fit.ScoredFit` of a finished task; raises its fit's or
     scoring's error."""
     result = future.result(raise_on_failure=False)
     if isinstance(result, BaseException):

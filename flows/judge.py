@@ -23,7 +23,7 @@ import numpy as np
 
 from topicbench.core.metrics.calibration import calibration_table
 from topicbench.core.metrics.llm_judging import JudgeSettings, draw_intruders, intrusion_scores, rate_topics
-from topicbench.tasks.calibration_runs import CALIBRATION_EXPERIMENT, MODEL_TAG, latest_calibration  # noqa: F401 - the judge's API
+from topicbench.tasks.results.calibration_runs import CALIBRATION_EXPERIMENT, MODEL_TAG, latest_calibration  # noqa: F401 - the judge's API
 
 from .console import CONSOLE
 
@@ -63,7 +63,7 @@ def calibrate(endpoint, settings: JudgeSettings, topics: list, *, tracking_uri: 
               draws: int = 1000, seed: int = 0) -> Calibration:
     """Judge the human-judged ``topics`` (:func:`~topicbench.core.metrics.calibration.read_human_judgments`,
     read and checked before any request) with ``endpoint``, compare with people, and track the run."""
-    from topicbench.tasks.llm_judge import EndpointJudge
+    from topicbench.tasks.llm.judge import EndpointJudge
 
     if topics_per_model is not None:
         topics = [t for t in topics if t.index < topics_per_model]
@@ -123,10 +123,10 @@ def _track(calibration: Calibration, endpoint, settings: JudgeSettings, topics: 
     from mlflow.entities import Param
     from mlflow.tracking import MlflowClient
 
-    from topicbench.tasks.llm_judge import judge_record
-    from topicbench.tasks.llm_traces import log_traces
-    from topicbench.tasks.records import package_versions
-    from topicbench.tasks.tracking import local_artifact_location
+    from topicbench.tasks.llm.judge import judge_record
+    from topicbench.tasks.store.traces import log_traces
+    from topicbench.tasks.store.records import package_versions
+    from topicbench.tasks.store.tracking import local_artifact_location
 
     client = MlflowClient(tracking_uri)
     found = client.get_experiment_by_name(CALIBRATION_EXPERIMENT)

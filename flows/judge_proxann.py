@@ -7,7 +7,7 @@ pair's order (:mod:`topicbench.core.metrics.proxann_questions`, the prompts of `
 ``llm_rank``); the answers, people's and the released LLMs' are scored by
 :mod:`topicbench.core.metrics.proxann_agreement` (topic-ranking τ against people with SE and
 interval, per-document τ against people, NPMI's and C_V's τ, people's own) and
-:mod:`topicbench.core.metrics.proxann_alt_test` (advantage probabilities). The run is an MLflow
+:mod:`topicbench.core.metrics.alternative_annotator` (advantage probabilities). The run is an MLflow
 run of the experiment ``judge-calibration-proxann`` (apart from the word-level calibrations, which
 the report reads), tagged with the endpoint's model, with the tables and every request.
 """
@@ -26,9 +26,9 @@ import pandas as pd
 
 from topicbench.core.metrics.llm_judging import JudgeSettings
 from topicbench.core.metrics.proxann_agreement import calibration_table, people_ranking_tau, seed_means
-from topicbench.core.metrics.proxann_alt_test import alternative_annotator_test
+from topicbench.core.metrics.alternative_annotator import alternative_annotator_test
 from topicbench.core.metrics.proxann_questions import study_answers, study_questions
-from topicbench.tasks.calibration_runs import MODEL_TAG, PROXANN_EXPERIMENT
+from topicbench.tasks.results.calibration_runs import MODEL_TAG, PROXANN_EXPERIMENT
 
 from .console import CONSOLE
 
@@ -64,7 +64,7 @@ def calibrate_proxann(endpoint, settings: JudgeSettings, release, *, tracking_ur
     dataset (read and checked before any request); ``topics_per_model`` keeps each topic model's
     first N study topics (a quick look), for every judge alike.
     """
-    from topicbench.tasks.llm_judge import EndpointJudge
+    from topicbench.tasks.llm.judge import EndpointJudge
 
     topics = release.study.topics.sort_values("topic").reset_index(drop=True)
     if topics_per_model is not None:
@@ -144,10 +144,10 @@ def _track(calibration: ProxAnnCalibration, endpoint, settings: JudgeSettings, r
     from mlflow.entities import Param
     from mlflow.tracking import MlflowClient
 
-    from topicbench.tasks.llm_judge import judge_record
-    from topicbench.tasks.llm_traces import log_traces
-    from topicbench.tasks.records import package_versions
-    from topicbench.tasks.tracking import local_artifact_location
+    from topicbench.tasks.llm.judge import judge_record
+    from topicbench.tasks.store.traces import log_traces
+    from topicbench.tasks.store.records import package_versions
+    from topicbench.tasks.store.tracking import local_artifact_location
 
     client = MlflowClient(tracking_uri)
     found = client.get_experiment_by_name(PROXANN_EXPERIMENT)

@@ -17,10 +17,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from topicbench.baselines.gibbs_lda import PAPER_SETTINGS
-from topicbench.core.config import GENERATORS
+from topicbench.core.constants import GENERATORS
 
 from .benchmark import run_benchmark
-from .config import BenchmarkConfig
+from topicbench.flows.config.model import BenchmarkConfig
 from .paper_report import (  # noqa: F401  the paper's figures and tables, importable from here as before
     PAPER_NOTES, PAPER_SET1, PAPER_SET2_UMASS5_RATIO, SET2_DIAGNOSTICS, set1_against_paper, set2_against_paper,
 )
@@ -167,7 +167,7 @@ def check_paper_bundle(folder, experiment: str = "paper") -> None:
     """``folder`` is a bundle of ``experiment`` (or no bundle yet: a new, writable folder); an
     :class:`~topicbench.core.validation.InputError` naming the problem otherwise, before any work."""
     from topicbench.core.validation import InputError
-    from topicbench.tasks.bundle import MANIFEST, read_bundle
+    from topicbench.tasks.results.bundle import MANIFEST, read_manifest
 
     from .checks import check_output_folder
 
@@ -177,7 +177,7 @@ def check_paper_bundle(folder, experiment: str = "paper") -> None:
             raise InputError(f"--bundle {folder}: a folder that holds files but no {MANIFEST}, so no result bundle; "
                              f"give a bundle (`topicbench export`) or a new folder")
         return
-    manifest, _ = read_bundle(folder)
+    manifest, _ = read_manifest(folder)
     if manifest.get("experiment") != experiment:
         raise InputError(f"--bundle {folder} holds the runs of experiment {manifest.get('experiment')!r}, not the "
                          f"paper's {experiment!r}: give the paper's bundle (e.g. results/paper/bundle) or a new folder")
@@ -189,7 +189,7 @@ def resumed_from_bundle(folder, tracking_uri: str, experiment: str):
     at ``tracking_uri`` first, so its fits are skipped by their run keys, and ``experiment``'s
     finished runs exported back into ``folder`` on every way out (done, failed, interrupted).
     Nothing happens without ``folder``."""
-    from topicbench.tasks.bundle import MANIFEST, export_bundle, import_bundle
+    from topicbench.tasks.results.bundle import MANIFEST, export_bundle, import_bundle
 
     if folder is None:
         yield

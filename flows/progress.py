@@ -28,7 +28,7 @@ SCORING = "scoring"
 
 class BenchmarkProgress:
     """How far a benchmark of ``total`` runs is; the fits report to it from their own thread
-    (it is a :mod:`topicbench.tasks.progress` listener), the flow as each run ends.
+    (it is a :mod:`topicbench.tasks.run.progress` listener), the flow as each run ends.
 
     The estimate of the time left is the pace so far (runs finished, plus the share of its steps
     each running fit has made, per second elapsed) applied to the work left: with concurrent

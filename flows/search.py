@@ -17,9 +17,9 @@ Resume: a study's state is in Optuna's storage and every fit in the tracking sto
 key, so a search stopped at any point (Ctrl-C, SIGKILL, a lost worker or server) continues where
 it stopped: trials asked and not told are taken up first, and their finished seeds are read back,
 not fitted again. A study answers for one definition (space, objectives, sampler, model, seeds,
-corpus; :class:`~topicbench.tasks.study.ModelStudy`): a search whose space changed searches the
+corpus; :class:`~topicbench.tasks.search.study.ModelStudy`): a search whose space changed searches the
 new one, and a point asked twice is one point. Before any fit: the study storage is not the
-tracking store (:func:`~topicbench.tasks.study.check_storage`), and each model's largest K fits
+tracking store (:func:`~topicbench.tasks.search.study.check_storage`), and each model's largest K fits
 each corpus once it is read.
 """
 
@@ -33,16 +33,21 @@ from prefect import flow, get_run_logger
 
 from topicbench.core.search_space import STABILITY, point_complexity, point_label, point_model, point_text
 from topicbench.core.selection import PointSummary, beyond_noise, one_standard_error_choice, summarise_scores
-from topicbench.tasks.corpus import check_topics_fit, corpus_splits, load_corpus
+from topicbench.tasks.run.corpus import check_topics_fit, corpus_splits, load_corpus
 from topicbench.tasks.report.study import chosen_config_name
-from topicbench.tasks.spool import Spool
-from topicbench.tasks.study import ModelStudy, check_storage, open_storage, study_name
-from topicbench.tasks.store_checks import TrackingError, check_free_space, check_tracking_uri, store_unavailable
-from topicbench.tasks.tracking import Tracker
-from topicbench.tasks.trial_results import fit_topics, trial_result
+from topicbench.tasks.store.spool import Spool
+from topicbench.tasks.search.study import ModelStudy, check_storage, open_storage, study_name
+from topicbench.tasks.store.checks import (
+    TrackingError,
+    check_free_space,
+    check_tracking_uri,
+    store_unavailable,
+)
+from topicbench.tasks.store.tracking import Tracker
+from topicbench.tasks.search.trial_results import fit_topics, trial_result
 
 from .benchmark import Job, Ledger, fit_jobs, raise_flow_error, store_gone_message
-from .config import BenchmarkConfig, ModelSpec
+from topicbench.flows.config.model import BenchmarkConfig, ModelSpec
 from .console import CONSOLE
 from .runtime import prefect_defaults, shared_prefect_server, task_runner, uses_worker_processes
 from .search_plan import SearchPlan

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from topicbench.core.config import MAX_SEED
+from topicbench.core.constants import MAX_SEED
 from topicbench.core.metrics.stability import MEASURES
 from topicbench.core.schema import integer
 from topicbench.core.search_space import NUM_TOPICS, STABILITY, SearchSpace, parse_objective, point_model
@@ -81,7 +81,7 @@ class SearchPlan:
 
     @classmethod
     def from_config(cls, config, where: str = "config") -> "SearchPlan":
-        """The plan of ``config`` (a validated :class:`~topicbench.flows.config.BenchmarkConfig`),
+        """The plan of ``config`` (a validated :class:`~topicbench.flows.config.model.BenchmarkConfig`),
         every model built at its space's points (its own checks) before any fit."""
         from topicbench.baselines.registry import MODELS
         from topicbench.core.metrics.registry import METRICS

@@ -21,7 +21,7 @@ from topicbench.core.validation import InputError
 
 from .benchmark import run_benchmark
 from .checks import check_scheduler_reachable
-from .config import BenchmarkConfig
+from topicbench.flows.config.model import BenchmarkConfig
 from .console import CONSOLE
 from .report import report
 

@@ -2,7 +2,7 @@
 
 A fit on a worker process (a local cluster's or a remote scheduler's) sends its start, its steps
 (at most one a second) and its end as Dask events
-(:data:`~topicbench.tasks.progress.WORKER_PROGRESS_TOPIC`); the flow's Dask client subscribes to
+(:data:`~topicbench.tasks.run.progress.WORKER_PROGRESS_TOPIC`); the flow's Dask client subscribes to
 them and passes them to the display, so that the status line names the fits running there and
 their step, and the estimate of the time left counts their share done, as for fits in the flow's
 own process.
@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import logging
 
-from topicbench.tasks.progress import WORKER_PROGRESS_TOPIC
+from topicbench.tasks.run.progress import WORKER_PROGRESS_TOPIC
 
 logger = logging.getLogger(__name__)
 

@@ -1,5 +1,5 @@
 """Fake OpenAI-compatible chat endpoints on 127.0.0.1 that misbehave on purpose, for the tests of
-the LLM judge's client (``tasks/llm_judge.py``, ``tasks/llm_http.py``, ``tasks/llm_replies.py``)
+the LLM judge's client (``tasks/llm/judge.py``, ``tasks/llm/http.py``, ``tasks/llm/replies.py``)
 and of the command line that checks it.
 
 :func:`fake_endpoint` starts one in a thread; its ``chat`` attribute decides each chat reply

@@ -61,7 +61,13 @@ from typing import Callable
 
 import numpy as np
 
-from ..config import COHERENCE_TOP_N, CV_GAMMA, DENSE_COUNTS_MAX_WORDS, SLIDING_WINDOW, UMASS_EPSILON
+from topicbench.core.constants import (
+    COHERENCE_TOP_N,
+    CV_GAMMA,
+    DENSE_COUNTS_MAX_WORDS,
+    SLIDING_WINDOW,
+    UMASS_EPSILON,
+)
 from ..corpus import Corpus
 from ..validation import InputError
 from ._topics import ResolvedTopics, TopicScores, resolve_topics

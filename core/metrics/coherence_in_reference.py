@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..config import CV_GAMMA, IN_REFERENCE_MIN_WORDS, UMASS_EPSILON
+from topicbench.core.constants import CV_GAMMA, IN_REFERENCE_MIN_WORDS, UMASS_EPSILON
 from ..corpus import Corpus
 from ..validation import InputError
 from ._topics import check_top_n, check_topics

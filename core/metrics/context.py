@@ -24,7 +24,14 @@ from typing import Callable
 
 import numpy as np
 
-from ..config import COHERENCE_TOP_N, CV_GAMMA, RANDK_DRAWS, RBO_PERSISTENCE, RBO_TOP_N, UMASS_EPSILON
+from topicbench.core.constants import (
+    COHERENCE_TOP_N,
+    CV_GAMMA,
+    RANDK_DRAWS,
+    RBO_PERSISTENCE,
+    RBO_TOP_N,
+    UMASS_EPSILON,
+)
 from ..corpus import Corpus
 from .coherence import count_reference
 from .llm_judging import JudgeSettings

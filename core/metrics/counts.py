@@ -28,10 +28,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..config import DENSE_COUNTS_MAX_WORDS
+from topicbench.core.constants import DENSE_COUNTS_MAX_WORDS
 from ..corpus import Corpus
 from ..validation import InputError
-from . import _kernels
+from topicbench.core.metrics import kernels as _kernels
 
 logger = logging.getLogger(__name__)
 

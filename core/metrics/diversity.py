@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..config import DIVERSITY_TOP_N, RBO_PERSISTENCE, RBO_TOP_N
+from topicbench.core.constants import DIVERSITY_TOP_N, RBO_PERSISTENCE, RBO_TOP_N
 from ..validation import InputError
 from ._topics import TopicScores, check_top_n, check_topics, too_short
 

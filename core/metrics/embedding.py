@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..config import COHERENCE_TOP_N
+from topicbench.core.constants import COHERENCE_TOP_N
 from ..validation import InputError
 from ._topics import TopicScores, resolve_topics
 

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ..config import HELDOUT_CHUNK_CELLS as CHUNK_CELLS
-from ..config import PROBABILITY_FLOOR
+from topicbench.core.constants import HELDOUT_CHUNK_CELLS as CHUNK_CELLS
+from topicbench.core.constants import PROBABILITY_FLOOR
 from ..corpus import Corpus
 from ..output import check_probabilities, matrix_shape
 from ..topic_word import ConstantPlusSparse

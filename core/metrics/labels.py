@@ -24,7 +24,7 @@ import logging
 import numpy as np
 import scipy.sparse as sp
 
-from ..config import LABEL_CLASSIFIER_C, LABEL_CLASSIFIER_MAX_ITER, LABEL_TEST_FRACTION
+from topicbench.core.constants import LABEL_CLASSIFIER_C, LABEL_CLASSIFIER_MAX_ITER, LABEL_TEST_FRACTION
 from ..validation import InputError
 
 logger = logging.getLogger(__name__)

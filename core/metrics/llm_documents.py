@@ -35,7 +35,7 @@ Excerpts are the first ``excerpt_words`` words of a document's text, extended to
 sentence (ProxAnn's ``extend_to_full_sentence``; here to at most twice as many words), then
 shortened to :func:`excerpt_token_limit` tokens so that the label prompt, which shows the most
 text, fits ``context_tokens``. Tokens are counted by ``judge.count_tokens(text)`` where the judge
-has one, else estimated at one per :data:`~topicbench.core.config.LLM_CHARS_PER_TOKEN` characters.
+has one, else estimated at one per :data:`~topicbench.core.constants.LLM_CHARS_PER_TOKEN` characters.
 The requests and the reading of answers follow :mod:`.llm_judging`: pure functions of the output,
 the corpus, the seed and the settings, a non-answer asked again up to ``retries`` times.
 """
@@ -48,7 +48,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..config import BRADLEY_TERRY_ALPHA, LLM_CHARS_PER_TOKEN
+from topicbench.core.constants import BRADLEY_TERRY_ALPHA, LLM_CHARS_PER_TOKEN
 from ..output import is_scipy_sparse
 from ..validation import InputError
 from .llm_judging import ANSWER_CHECKS, JudgeReply, JudgeRequest, JudgeSettings, TopicJudgements, judged_topics

@@ -20,7 +20,7 @@ questions, which a cache answers the second time.
 
 This module is pure: the asking is done by the judge of the metric context, any object with
 ``ask(requests) -> replies`` (:class:`JudgeRequest` in, :class:`JudgeReply` out, in order);
-``topicbench.tasks.llm_judge`` asks an OpenAI-compatible endpoint with a cache.
+``topicbench.tasks.llm.judge`` asks an OpenAI-compatible endpoint with a cache.
 """
 
 from __future__ import annotations

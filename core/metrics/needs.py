@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..config import IN_REFERENCE_MIN_WORDS
+from topicbench.core.constants import IN_REFERENCE_MIN_WORDS
 from ._topics import too_short, topic_word_problem
 from .coherence_in_reference import has_out_of_reference_words, in_reference_top_words
 from .context import MetricRun

@@ -25,11 +25,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..config import NULL_TOPIC_LOG_SCORE, PROBABILITY_FLOOR, RANDK_DRAWS
+from topicbench.core.constants import NULL_TOPIC_LOG_SCORE, PROBABILITY_FLOOR, RANDK_DRAWS
 from ..corpus import Corpus
-from ..generators import constant_plus_sparse_candidates, topic_matrix_candidates
-from ..greedy import fast_greedy
-from ..solution import Solution
+from topicbench.core.elda.generators import constant_plus_sparse_candidates, topic_matrix_candidates
+from topicbench.core.elda.greedy import fast_greedy
+from topicbench.core.elda.solution import Solution
 from ..topic_word import ConstantPlusSparse
 from ..validation import InputError, check_topic_matrix
 

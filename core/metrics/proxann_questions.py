@@ -4,7 +4,7 @@ every pair of evaluation documents in both orders, through the question builders
 readers of :mod:`.llm_documents` (the same prompts as ``llm_fit`` and ``llm_rank``).
 
 The answers come back per document, in the order people saw them, so that
-:mod:`.proxann_agreement` and :mod:`.proxann_alt_test` score them beside people's and the released
+:mod:`.proxann_agreement` and :mod:`.alternative_annotator` score them beside people's and the released
 LLMs': ``fit`` the expected (or mean sampled) 1-5 score, ``rank`` the document's rank by its
 Bradley-Terry strength (1 = least related, ties averaged), as ProxAnn's ``rank_data``.
 """

@@ -47,7 +47,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..config import RBO_PERSISTENCE, RBO_TOP_N
+from topicbench.core.constants import RBO_PERSISTENCE, RBO_TOP_N
 from ..output import TopicModelOutput
 from ..topic_word import ConstantPlusSparse
 from ..validation import InputError

@@ -41,11 +41,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..config import RBO_PERSISTENCE, RBO_TOP_N
+from topicbench.core.constants import RBO_PERSISTENCE, RBO_TOP_N
 from ..output import check_probabilities, is_scipy_sparse
 from ..topic_word import ConstantPlusSparse
 from ..validation import InputError
-from . import _stability_kernels as kernels
+from topicbench.core.metrics import stability_kernels as kernels
 
 #: Similarities between topics of two runs.
 MEASURES = ("jensen_shannon", "top_words")
@@ -181,8 +181,8 @@ class PreparedTopics:
 
     ``"top_words"``: ``arrays`` = its ranked top words as RBO rows (see :func:`_rbo_rows`).
     ``"jensen_shannon"``: ``arrays`` = (matrix, x log2 x) for a dense run; for a constant-plus-sparse
-    one a :class:`~topicbench.core.metrics._stability_kernels.SparseRows`, and ``moments`` its
-    :class:`~topicbench.core.metrics._stability_kernels.RowMoments` (log2 of each value, then per
+    one a :class:`~topicbench.core.metrics.stability_kernels.SparseRows`, and ``moments`` its
+    :class:`~topicbench.core.metrics.stability_kernels.RowMoments` (log2 of each value, then per
     row its smallest value, sum, sum of log2 and scaled moments; see
     :mod:`._stability_kernels`).
     """

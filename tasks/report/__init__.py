@@ -6,7 +6,7 @@ A pipeline of three steps, each in its own modules; only the two ends touch anyt
 
 - :mod:`.sources` -- the one interface a report reads runs through (:class:`~.sources.RunSource`):
   :class:`~.sources.StoreSource` (an MLflow store) or
-  :class:`~topicbench.tasks.bundle_source.BundleSource` (a result bundle, no store needed).
+  :class:`~topicbench.tasks.results.bundle_source.BundleSource` (a result bundle, no store needed).
 - :mod:`.store` -- the run table, config and per-topic scores read from an MLflow store.
 - :mod:`.stability` -- each model's stability across seeds, read from the runs' outputs and
   scored (the numbers are pure: :func:`~.stability.model_stability`).

@@ -2,7 +2,7 @@
 word-level calibration on Hoyle et al.'s ratings, its document-level one on ProxAnn's user
 study), what the document-level questions were, and what each model's means rest on (the topics
 with a τ). Pure functions of the run table, the config's ``llm`` block and the calibration records
-of :mod:`topicbench.tasks.calibration_runs`; :mod:`.sections` puts them together."""
+of :mod:`topicbench.tasks.results.calibration_runs`; :mod:`.sections` puts them together."""
 
 from __future__ import annotations
 

@@ -23,9 +23,11 @@ from topicbench.core.registry import Registry
 
 from . import interactive as interactive
 from . import plots as plots
-from .stability import StabilityFindings, stability_remarks, stability_tables
+from .stability import stability_remarks, stability_tables
+from topicbench.tasks.results.runs import TABLE_N, TOPIC_SCORES_SHOWN  # noqa: F401 (what every reader keeps)
+from topicbench.tasks.results.stability import StabilityFindings
 from .statistics import ranking_agreement, set1_table
-from ..artifacts import EXCERPT_CHARS
+from topicbench.tasks.store.artifacts import EXCERPT_CHARS
 from .tables import (
     FINISHED, ReportTable, changed_settings_table, failed_runs, interrupted_runs, higher_is_better, metric_pivot,
     pair_order, training_table,
@@ -40,6 +42,7 @@ from .llm_judged import (
     calibration_summary, document_calibration_blocks, document_judging_text, document_topic_counts,
 )
 
+
 #: Section builders by name: ``builder(data: ReportData) -> Section | None`` (None: nothing to show).
 REPORT_SECTIONS = Registry("report section")
 
@@ -49,8 +52,6 @@ DEFAULT_REPORT_SECTIONS = (
     "stability", "topics", "elda_topics", "failed_runs",
 )
 
-#: The N at which tables compare models (the coherence plots show every N).
-TABLE_N = 10
 COHERENCE_MEASURES = (("umass", "UMass"), ("npmi", "NPMI"), ("cv", "C_V"), ("embedding_pairwise", "embedding (pairwise)"))
 #: The metrics of the summary that opens the report (those the config asks for), at N = TABLE_N.
 SUMMARY_MEASURES = (*COHERENCE_MEASURES, ("topic_diversity", "TD"))
@@ -59,10 +60,6 @@ SUMMARY_JUDGED = {"llm_rating": "LLM rating (1-3)", "llm_intrusion": "LLM intrus
                   "llm_rank": "LLM rank τ"}
 #: How much of each model's topics the "topics" section shows.
 TOPICS_SHOWN, TOPIC_WORDS_SHOWN = 5, TABLE_N
-#: Each shown topic's own scores (score key, label): NPMI over its shown words (bounded, 0 where
-#: the words are independent: a reader's scale), and the LLM's rating where one judged it.
-TOPIC_SCORES_SHOWN = ((f"npmi@{TABLE_N}", "NPMI"), ("llm_rating", "LLM rating"), ("llm_fit", "LLM fit τ"),
-                      ("llm_rank", "LLM rank τ"))
 
 
 @dataclass(frozen=True)
@@ -111,7 +108,7 @@ class ReportData:
     Attributes
     ----------
     runs : pandas.DataFrame
-        The run table of :func:`topicbench.tasks.report.store.collect_runs`.
+        The run table of :func:`topicbench.tasks.results.store.collect_runs`.
     experiment, command : str
         The MLflow experiment, and the command that regenerates the report.
     config : dict or None
@@ -121,16 +118,16 @@ class ReportData:
         Free text shown under "Notes" (paragraphs separated by blank lines).
     calibration : dict or None
         The latest word-level calibration against people of the LLM that judged the runs
-        (:func:`topicbench.tasks.calibration_runs.latest_calibration`), None when there is none.
+        (:func:`topicbench.tasks.results.calibration_runs.latest_calibration`), None when there is none.
     document_calibration : dict or None
         Its latest document-level calibration, on ProxAnn's user study
-        (:func:`topicbench.tasks.calibration_runs.latest_proxann_calibration`), None when there is none.
+        (:func:`topicbench.tasks.results.calibration_runs.latest_proxann_calibration`), None when there is none.
     stability : StabilityFindings or None
         Each model's stability across seeds, read from the runs' outputs
-        (:func:`topicbench.tasks.report.stability.collect_stability`); None when not collected.
+        (:func:`topicbench.tasks.results.stability.collect_stability`); None when not collected.
     topic_scores : dict or None
         (corpus, model, seed) -> each topic's share of the documents and own scores
-        (:func:`topicbench.tasks.report.store.collect_topic_scores`), read for the corpora where the
+        (:func:`topicbench.tasks.results.store.collect_topic_scores`), read for the corpora where the
         models differ in K, for the summary's comparison at matched K; None when not collected.
     """
 

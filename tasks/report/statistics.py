@@ -1,7 +1,7 @@
 """The report's statistics: paired tests across seeds (Experiment Set 1) and how far the ranking
 of models under one metric agrees with another (Kendall's tau and the pairs that flip).
 
-Pure functions of the run table of :func:`topicbench.tasks.report.store.collect_runs`, returning
+Pure functions of the run table of :func:`topicbench.tasks.results.store.collect_runs`, returning
 :class:`~topicbench.tasks.report.tables.ReportTable` of numbers.
 """
 

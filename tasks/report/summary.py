@@ -1,6 +1,6 @@
 """The summary and every score asked for, made for a verdict a reader can trust.
 
-Pure functions of the run table of :func:`topicbench.tasks.report.store.collect_runs` (and of the
+Pure functions of the run table of :func:`topicbench.tasks.results.store.collect_runs` (and of the
 report's data, :class:`~topicbench.tasks.report.sections.ReportData`, for the paragraphs):
 
 - the summary's table (:func:`summary_table`): beside each model's scores its K (the topics it

@@ -1,6 +1,6 @@
 """The report's tables as numbers: summaries across seeds, pivoted the way readers compare them.
 
-Every function here is pure. It takes the run table of :func:`topicbench.tasks.report.store.collect_runs`
+Every function here is pure. It takes the run table of :func:`topicbench.tasks.results.store.collect_runs`
 (one row per tracked run: ``corpus``, ``model``, ``seed``, ``status`` and one column per score key,
 e.g. ``umass@10``) and returns a :class:`ReportTable` whose cells are numbers (:class:`Estimate`,
 :class:`Share`, floats, ints) or words. Numbers become text only in
@@ -20,12 +20,9 @@ import pandas as pd
 from topicbench.core.metrics.registry import metric_for_key
 from topicbench.core.metrics.stats import summarize
 from topicbench.core.validation import InputError
-
-FINISHED = "FINISHED"
-RUNNING = "RUNNING"
-#: MLflow's state of a run stopped by Ctrl-C or SIGTERM (or left RUNNING by a process that died):
-#: interrupted, not failed; the same command fits it again.
-INTERRUPTED = "KILLED"
+from topicbench.tasks.results.runs import (  # noqa: F401 (the report's tables read runs by state)
+    FINISHED, INTERRUPTED, RUNNING, failed_runs, finished_runs, interrupted_runs,
+)
 
 
 @dataclass(frozen=True)
@@ -136,30 +133,6 @@ class ReportTable:
     @property
     def empty(self) -> bool:
         return self.cells.empty
-
-
-def finished_runs(runs: pd.DataFrame) -> pd.DataFrame:
-    return runs[runs.status == FINISHED]
-
-
-def failed_runs(runs: pd.DataFrame) -> pd.DataFrame:
-    """The runs that ended in an error (not finished, not running, not interrupted) and that no
-    finished run of the same corpus, model and seed replaced (a fit that failed and then
-    succeeded, under another run key after a change of its settings, is not a failure)."""
-    return _not_replaced(runs, runs[~runs.status.isin([FINISHED, RUNNING, INTERRUPTED])])
-
-
-def interrupted_runs(runs: pd.DataFrame) -> pd.DataFrame:
-    """The runs stopped before finishing that no finished run of the same corpus, model and seed
-    replaced."""
-    return _not_replaced(runs, runs[runs.status == INTERRUPTED])
-
-
-def _not_replaced(runs: pd.DataFrame, ended: pd.DataFrame) -> pd.DataFrame:
-    if ended.empty:
-        return ended
-    done = set(zip(*(finished_runs(runs)[column] for column in ("corpus", "model", "seed"))))
-    return ended[[trio not in done for trio in zip(ended.corpus, ended.model, ended.seed)]]
 
 
 def estimate(values, expected: int | None = None, scored_at: int | None = None) -> Estimate | None:

@@ -1,8 +1,8 @@
 """The report's topics tables: each model's most prevalent topics with their words and own scores,
 example documents, documents by label, and the topics of other models matched to them.
 
-Pure functions of the run table (:func:`topicbench.tasks.report.store.collect_runs`), each topic list
-read from a run's ``topics_json`` column (the facts :func:`~topicbench.tasks.report.store.collect_runs`
+Pure functions of the run table (:func:`topicbench.tasks.results.store.collect_runs`), each topic list
+read from a run's ``topics_json`` column (the facts :func:`~topicbench.tasks.results.store.collect_runs`
 attached: prevalence, own scores, example documents, label counts). Every table says how many of
 a model's topics it shows ("5 of 81").
 """
@@ -40,7 +40,7 @@ def shown_of(shown: int, total: int) -> str:
 
 def first_seed_topics(runs: pd.DataFrame) -> dict:
     """(corpus, model) -> the topic records (``topics.json``'s, with the facts
-    :func:`topicbench.tasks.report.store.collect_runs` added) of its first finished seed, the most
+    :func:`topicbench.tasks.results.store.collect_runs` added) of its first finished seed, the most
     prevalent first where every record's prevalence is known, else in the model's own order."""
     if "topics_json" not in runs:
         return {}

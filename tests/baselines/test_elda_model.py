@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from topicbench.baselines.registry import MODELS
-from topicbench.core.config import DEFAULT_EPSILON, DEFAULT_GENERATOR
+from topicbench.core.constants import DEFAULT_EPSILON, DEFAULT_GENERATOR
 from topicbench.core.validation import InputError
 from synthetic_lda import lee_corpus, small_synthetic, synthetic_words  # noqa: F401 (fixtures used by name)
 
@@ -20,7 +20,7 @@ def test_elda_defaults_are_the_cores():
     # the estimator's defaults are the same constants
     import inspect
 
-    from topicbench.core.elda import ELDA
+    from topicbench.core.elda.model import ELDA
 
     parameters = inspect.signature(ELDA).parameters
     assert parameters["generator"].default == DEFAULT_GENERATOR and parameters["epsilon"].default == DEFAULT_EPSILON
@@ -70,7 +70,7 @@ def test_parallel_elda_from_settings_is_within_its_guarantee_of_exact(small_synt
 
 
 def test_a_config_runs_parallel_elda(tmp_path, make_random_corpus):
-    from topicbench.flows.config import BenchmarkConfig
+    from topicbench.flows.config.model import BenchmarkConfig
 
     config = BenchmarkConfig.from_dict({
         "models": [{"model": "elda", "settings": {"algorithm": "parallel", "epsilon": 0.2}}],

@@ -17,7 +17,7 @@ from topicbench.baselines.base import TopicModel
 from topicbench.baselines.registry import MODELS, model_registry
 from topicbench.core.registry import PluginError
 from topicbench.core.validation import InputError
-from topicbench.flows.config import BenchmarkConfig
+from topicbench.flows.config.model import BenchmarkConfig
 from plugin_packages import EXAMPLE_MODEL, EXAMPLE_PLUGIN, ROOT, install_example_plugin, write_plugin
 from synthetic_lda import lee_corpus, small_synthetic, synthetic_words  # noqa: F401 (fixtures used by name)
 from test_baselines_contract import check_model_contract

@@ -196,8 +196,8 @@ def test_no_topic_in_the_format_is_a_model_error_naming_the_fix(corpus):
 
 
 def test_a_refit_through_the_fit_task_asks_nothing_and_its_cost_is_tracked(corpus, tmp_path):
-    from topicbench.tasks.fit import fit_model
-    from topicbench.tasks.llm_judge import LLMEndpoint
+    from topicbench.tasks.run.fit import fit_model
+    from topicbench.tasks.llm.judge import LLMEndpoint
 
     def chat(body, headers):  # the prompt's tokens counted as its characters: a count the client accepts
         prompt = body["messages"][-1]["content"]
@@ -248,7 +248,7 @@ def test_refinement_merges_the_similar_topics_the_llm_merges(corpus):
 
 
 def test_a_config_with_topicgpt_needs_an_llm_block_before_any_work():
-    from topicbench.flows.config import BenchmarkConfig
+    from topicbench.flows.config.model import BenchmarkConfig
 
     with pytest.raises(InputError, match="the model 'topicgpt' asks an LLM, and its llm.base_url is not given"):
         BenchmarkConfig.from_dict({"models": [{"model": "topicgpt"}]})
@@ -261,8 +261,8 @@ def test_a_config_with_topicgpt_needs_an_llm_block_before_any_work():
 
 
 def test_the_fits_own_requests_become_traces_beside_the_metrics(tmp_path):
-    from topicbench.tasks.fit import LLM_FIT_RECORDS, LLM_RECORDS
-    from topicbench.tasks.llm_traces import read_records
+    from topicbench.tasks.store.artifacts import LLM_FIT_RECORDS, LLM_RECORDS
+    from topicbench.tasks.store.traces import read_records
 
     (tmp_path / "llm").mkdir()
     (tmp_path / LLM_FIT_RECORDS).write_text('{"task": "topicgpt_generation"}\n', encoding="utf-8")

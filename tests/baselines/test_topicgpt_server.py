@@ -14,7 +14,7 @@ from test_baselines_contract import check_output
 from topicbench.baselines.base import ModelError
 from topicbench.baselines.topicgpt import TopicGPT
 from topicbench.core.io import load_corpus
-from topicbench.tasks.llm_judge import EndpointJudge, LLMEndpoint
+from topicbench.tasks.llm.judge import EndpointJudge, LLMEndpoint
 
 pytestmark = pytest.mark.slow
 

@@ -21,12 +21,12 @@ import pytest
 
 from servers import dask_scheduler, kill_dask_worker, wait_for_workers  # noqa: F401 (fixture)
 from test_parallel import instance
-from topicbench.core import parallel
-from topicbench.core.parallel import LocalShards, WorkersUnavailable, parallel_elda
+from topicbench.core.elda import parallel
+from topicbench.core.elda.parallel import LocalShards, WorkersUnavailable, parallel_elda
 
 pytest.importorskip("distributed")
 
-from topicbench.core.dask_shards import DaskShards  # noqa: E402 (after the skip)
+from topicbench.core.elda.dask_shards import DaskShards  # noqa: E402 (after the skip)
 
 #: Seconds a run with a worker killed may take on a loaded 2-core machine: far less than the 30 s
 #: that the scheduler spends retrying a connection to a worker it was told to reach by name.
@@ -273,7 +273,7 @@ def test_with_every_worker_gone_the_run_stops_with_one_line_after_the_wait(tmp_p
 WRITE_AND_WAIT = """
 import sys, time
 from pathlib import Path
-from topicbench.core.mapped_candidates import new_candidates_directory
+from topicbench.core.elda.mapped_candidates import new_candidates_directory
 folder = new_candidates_directory(Path(sys.argv[1]))
 (folder / "values.npy").write_bytes(bytes(1000))
 print(folder, flush=True)
@@ -288,7 +288,11 @@ def start_writer(folder):
 
 
 def test_candidates_left_by_a_killed_run_are_removed_and_a_live_run_s_kept(tmp_path):
-    from topicbench.core.mapped_candidates import CANDIDATES_PREFIX, new_candidates_directory, remove_leftover_candidates
+    from topicbench.core.elda.mapped_candidates import (
+        CANDIDATES_PREFIX,
+        new_candidates_directory,
+        remove_leftover_candidates,
+    )
 
     killed, killed_folder = start_writer(tmp_path)
     live, live_folder = start_writer(tmp_path)
@@ -314,7 +318,12 @@ def test_candidates_left_by_a_killed_run_are_removed_and_a_live_run_s_kept(tmp_p
 
 def test_a_reused_pid_does_not_keep_a_killed_run_s_folder(tmp_path):
     """A folder names its process by pid and start time: the same pid started later is another process."""
-    from topicbench.core.mapped_candidates import CANDIDATES_PREFIX, _process_scope, _start_ticks, remove_leftover_candidates
+    from topicbench.core.elda.mapped_candidates import (
+        CANDIDATES_PREFIX,
+        _process_scope,
+        _start_ticks,
+        remove_leftover_candidates,
+    )
 
     this = os.getpid()
     earlier = tmp_path / f"{CANDIDATES_PREFIX}{_process_scope()}-{this}-{_start_ticks(this) - 1}-abc"

@@ -18,11 +18,11 @@ from conftest import (
     TIE_RELATIVE_TOLERANCE,
     random_corpus,
 )
-from topicbench.core.elda import ELDA
-from topicbench.core.generators import keyword_candidates, topic_matrix_candidates
-from topicbench.core.greedy import fast_greedy
+from topicbench.core.elda.model import ELDA
+from topicbench.core.elda.generators import keyword_candidates, topic_matrix_candidates
+from topicbench.core.elda.greedy import fast_greedy
 from topicbench.core.preprocess import corpus_from_token_lists
-from topicbench.core.solution import solution_from_links
+from topicbench.core.elda.solution import solution_from_links
 
 KAPPAS = (1, 1.5, 2, 3)
 SOURCES = ("raw_umass", "exp_umass", "cooccurrence", "topic_matrix")
@@ -490,7 +490,7 @@ def test_result_does_not_depend_on_the_number_of_threads():
 def test_first_round_dense_rows_and_scans_agree_with_naive(seed, row_fraction, monkeypatch):
     """FastInitialize's first round adds frequent words as quantised dense rows and scans the other
     words' columns; whichever way each word goes, the links match the naive greedy."""
-    from topicbench.core import greedy
+    from topicbench.core.elda import greedy
 
     if row_fraction is not None:
         monkeypatch.setattr(greedy, "DENSE_ROW_FRACTION", row_fraction)

@@ -9,9 +9,9 @@ import pytest
 
 import naive
 from conftest import CANDIDATE_TOLERANCE, random_corpus
-from topicbench.core.elda import ELDA
-from topicbench.core.generators import GENERATORS, keyword_candidates, topic_matrix_candidates
-from topicbench.core.greedy import fast_greedy
+from topicbench.core.elda.model import ELDA
+from topicbench.core.elda.generators import GENERATORS, keyword_candidates, topic_matrix_candidates
+from topicbench.core.elda.greedy import fast_greedy
 from topicbench.core.preprocess import corpus_from_token_lists
 from topicbench.core.validation import InputError
 
@@ -79,8 +79,8 @@ def test_cooccurrence_counts_short_and_long_rows_alike():
     """C = B^T B against the dense product, on a corpus whose rows of C take both ways out of the
     kernel: frequent words co-occur with most of the vocabulary (read off in word order), rare
     words with a few words (sorted)."""
-    from topicbench.core._kernels.cooccurrence import DENSE_ROW_FRACTION
-    from topicbench.core.generators import document_cooccurrence
+    from topicbench.core.elda.kernels.cooccurrence import DENSE_ROW_FRACTION
+    from topicbench.core.elda.generators import document_cooccurrence
 
     rng = np.random.default_rng(11)
     n_words = 40 * DENSE_ROW_FRACTION
@@ -339,8 +339,8 @@ def test_column_entries_columns_and_heads_hold_the_stored_entries(name, corpus):
     """``column_entries``: every stored entry of each word, in any order; ``columns``: sorted by
     value (ties: lower topic id); ``column_heads``: the entries above the lowest best score of the
     word's slots, in the same order."""
-    from topicbench.core._kernels.column_sort import column_heads
-    from topicbench.core.solution import DocumentArrays
+    from topicbench.core.elda.kernels.column_sort import column_heads
+    from topicbench.core.elda.solution import DocumentArrays
 
     rng = np.random.default_rng(len(name))
     for candidates in (keyword_candidates(corpus, "raw_umass"), keyword_candidates(corpus, "cooccurrence"),

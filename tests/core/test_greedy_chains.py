@@ -8,9 +8,9 @@ import pytest
 from test_elda import SOURCES, feasible_kappas, make_instance, tie_free_instance
 
 import naive
-from topicbench.core import greedy
-from topicbench.core.generators import topic_matrix_candidates
-from topicbench.core.greedy import fast_greedy
+from topicbench.core.elda import greedy
+from topicbench.core.elda.generators import topic_matrix_candidates
+from topicbench.core.elda.greedy import fast_greedy
 from topicbench.core.preprocess import corpus_from_token_lists
 
 #: (links left below which the heap takes over, the round's head rank fraction, links per pass)

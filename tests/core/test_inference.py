@@ -7,8 +7,14 @@ import pytest
 
 import naive
 from conftest import random_corpus
-from topicbench.core.elda import ELDA
-from topicbench.core.inference import estimate_effect, freeze_topics, infer_topics, select_topics, topic_indicator
+from topicbench.core.elda.model import ELDA
+from topicbench.core.elda.inference import (
+    estimate_effect,
+    freeze_topics,
+    infer_topics,
+    select_topics,
+    topic_indicator,
+)
 from topicbench.core.preprocess import corpus_from_token_lists
 from topicbench.core.validation import InputError
 

@@ -1,4 +1,4 @@
-"""Cached kernels load without numba's compiler start-up (core/_kernel_cache.py), and run right.
+"""Cached kernels load without numba's compiler start-up (core/kernel_cache.py), and run right.
 
 Each check runs in fresh processes over a fresh numba cache: the first process compiles and
 stores the kernels (a cache miss, numba's usual path), the second loads them through
@@ -16,7 +16,7 @@ import textwrap
 
 import pytest
 
-from topicbench.core._kernel_cache import KernelCache
+from topicbench.core.kernel_cache import KernelCache
 from topicbench.core.precompile import KERNEL_MODULES
 
 # Kernels that link to each kind of symbol a cached kernel can need: numba's runtime (arrays),
@@ -25,7 +25,7 @@ KERNELS = textwrap.dedent('''
     import numba
     import numpy as np
 
-    from topicbench.core._kernel_cache import load_cached_kernels_directly
+    from topicbench.core.kernel_cache import load_cached_kernels_directly
 
 
     @numba.njit(cache=True)

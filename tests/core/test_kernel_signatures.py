@@ -1,8 +1,8 @@
 """Kernels take a few named records, not long runs of positional arrays (issue 28).
 
 An array's place in a list of 27 was defined in one file and relied on in another, where swapping
-two arrays of the same type went unnoticed; the records (core/_kernels/records.py, and
-SparseRows/RowMoments of core/metrics/_stability_kernels.py) name them.
+two arrays of the same type went unnoticed; the records (core/elda/kernels/records.py, and
+SparseRows/RowMoments of core/metrics/stability_kernels.py) name them.
 The check reads each kernel's Python signature (``py_func``) in every kernel module
 ``topicbench compile`` covers, each kernel under the module that defines it.
 """

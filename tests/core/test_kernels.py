@@ -11,10 +11,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from topicbench.core._kernels import column_sort, first_round, gains
-from topicbench.core._kernels.records import Columns, Documents
-from topicbench.core._kernels.segments import longest_document
-from topicbench.core.generators import topic_matrix_candidates
+from topicbench.core.elda.kernels import column_sort
+from topicbench.core.elda.kernels import first_round
+from topicbench.core.elda.kernels import gains
+from topicbench.core.elda.kernels.records import Columns, Documents
+from topicbench.core.elda.kernels.segments import longest_document
+from topicbench.core.elda.generators import topic_matrix_candidates
 
 NULL = -230.25850929940458
 
@@ -171,9 +173,9 @@ def test_first_round_resolves_gains_closer_than_the_dense_rows_quantum(monkeypat
     """Dense rows are int16 multiples of a quantum, which cannot tell topics 0 and 1 apart here
     (their scores differ by 1e-9 on one word); the exact check after the approximate pass must: documents with that
     word take topic 1, the others tie and take the lower id, topic 0."""
-    from topicbench.core import greedy
+    from topicbench.core.elda import greedy
     from topicbench.core.preprocess import corpus_from_token_lists
-    from topicbench.core.greedy import fast_greedy
+    from topicbench.core.elda.greedy import fast_greedy
 
     monkeypatch.setattr(greedy, "DENSE_ROW_FRACTION", -1.0)  # every word through a dense row
     rng = np.random.default_rng(5)

@@ -12,10 +12,10 @@ import pytest
 
 import naive
 from conftest import random_corpus
-from topicbench.core.elda import ELDA
-from topicbench.core.generators import keyword_candidates, topic_matrix_candidates
-from topicbench.core.greedy import fast_greedy
-from topicbench.core.parallel import Borrowed, LocalShards, parallel_elda
+from topicbench.core.elda.model import ELDA
+from topicbench.core.elda.generators import keyword_candidates, topic_matrix_candidates
+from topicbench.core.elda.greedy import fast_greedy
+from topicbench.core.elda.parallel import Borrowed, LocalShards, parallel_elda
 from topicbench.core.validation import InputError
 
 
@@ -129,7 +129,7 @@ def test_bad_parameters_are_clear_errors():
 @pytest.fixture(scope="module")
 def dask_shards():
     pytest.importorskip("distributed")
-    from topicbench.core.dask_shards import DaskShards
+    from topicbench.core.elda.dask_shards import DaskShards
 
     executor = DaskShards(n_workers=2)
     yield executor
@@ -167,7 +167,7 @@ def test_local_workers_run_without_the_profiler_and_keep_the_other_settings(dask
 
 
 def _kernel_warm_ups_here() -> int:
-    from topicbench.core import shard_rounds
+    from topicbench.core.elda import shard_rounds
 
     return shard_rounds._KERNEL_WARM_UPS
 
@@ -182,12 +182,12 @@ def test_every_worker_warms_its_kernels_up_once_before_the_rounds(dask_shards):
         assert solution.stats["start_seconds"] >= dask_shards.warm_up_seconds >= 0
         assert solution.stats["rounds_seconds"] > 0 and solution.stats["shard_cpu_seconds"] >= 0
     # a lambda travels by value (a test module is not importable on the workers)
-    counts = dask_shards.client.run(lambda: __import__("topicbench.core.shard_rounds", fromlist=["_"])._KERNEL_WARM_UPS)
+    counts = dask_shards.client.run(lambda: __import__("topicbench.core.elda.shard_rounds", fromlist=["_"])._KERNEL_WARM_UPS)
     assert len(counts) == 2 and set(counts.values()) == {1}, counts
 
 
 def test_the_kernel_warm_up_runs_once_per_process(monkeypatch):
-    from topicbench.core import shard_rounds
+    from topicbench.core.elda import shard_rounds
 
     monkeypatch.setattr(shard_rounds, "_KERNEL_WARM_UPS", 0)
     assert shard_rounds.warm_up_kernels() > 0
@@ -202,7 +202,7 @@ def test_the_kernel_warm_up_imports_no_scipy_sparse():
     import subprocess
     import sys
 
-    probe = "import sys; from topicbench.core.shard_rounds import warm_up_kernels; warm_up_kernels(); print('scipy.sparse' in sys.modules)"
+    probe = "import sys; from topicbench.core.elda.shard_rounds import warm_up_kernels; warm_up_kernels(); print('scipy.sparse' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "False"
@@ -242,7 +242,7 @@ def test_a_worker_killed_mid_run_does_not_corrupt_the_result(dask_shards):
 def test_a_lost_shard_state_is_rebuilt_from_the_ledger(dask_shards, lost):
     """A worker that keeps its address but loses its memory between rounds: the shard states
     (``_forget_states``), or the states and the shards' documents (``_forget_run``)."""
-    from topicbench.core import dask_shards as distributed
+    from topicbench.core.elda import dask_shards as distributed
 
     corpus, candidates = instance(5, "raw_umass")
     reference = parallel_elda(corpus, candidates, 3, n_shards=2, seed=1)
@@ -276,8 +276,8 @@ def test_a_long_round_leaves_the_workers_answering(dask_shards):
     import threading
     import time
 
-    from topicbench.core.shard_rounds import split_shards
-    from topicbench.core.solution import DocumentArrays
+    from topicbench.core.elda.shard_rounds import split_shards
+    from topicbench.core.elda.solution import DocumentArrays
 
     corpus, candidates = instance(3, "raw_umass")
     shards = split_shards(DocumentArrays.from_corpus(corpus), 2)
@@ -298,7 +298,7 @@ def test_a_long_round_leaves_the_workers_answering(dask_shards):
 
 
 def _states_on_worker(token) -> int:
-    from topicbench.core import dask_shards as distributed
+    from topicbench.core.elda import dask_shards as distributed
 
     return sum(key[0] == token for key in list(distributed._SHARD_STATES) + list(distributed._PLACED))
 
@@ -310,8 +310,8 @@ def test_a_run_dropped_while_its_round_runs_leaves_nothing_on_the_workers(dask_s
     import threading
     import time
 
-    from topicbench.core.shard_rounds import split_shards
-    from topicbench.core.solution import DocumentArrays
+    from topicbench.core.elda.shard_rounds import split_shards
+    from topicbench.core.elda.solution import DocumentArrays
 
     corpus, candidates = instance(4, "raw_umass")
     dask_shards.start(candidates, split_shards(DocumentArrays.from_corpus(corpus), 2))
@@ -344,7 +344,7 @@ def test_candidates_go_to_shared_memory_only_while_it_has_room(tmp_path, monkeyp
 
     import psutil
 
-    from topicbench.core.mapped_candidates import SHARED_MEMORY_SHARE, candidates_folder
+    from topicbench.core.elda.mapped_candidates import SHARED_MEMORY_SHARE, candidates_folder
 
     assert candidates_folder(1000, tmp_path) == tmp_path
     free = shutil.disk_usage(tmp_path).free
@@ -358,7 +358,7 @@ def test_candidates_go_to_shared_memory_only_while_it_has_room(tmp_path, monkeyp
 
 @pytest.mark.slow
 def test_mapped_candidates_are_written_where_chosen_and_removed_with_the_executors_maps(dask_shards, tmp_path, monkeypatch):
-    from topicbench.core import mapped_candidates as module
+    from topicbench.core.elda import mapped_candidates as module
 
     monkeypatch.setattr(module, "SHARED_MEMORY", tmp_path)
     corpus, candidates = instance(9, "raw_umass")
@@ -374,7 +374,7 @@ def test_mapped_candidates_are_written_where_chosen_and_removed_with_the_executo
 def test_mapped_candidates_round_trip_through_pickle(tmp_path):
     import pickle
 
-    from topicbench.core.mapped_candidates import MappedCandidates
+    from topicbench.core.elda.mapped_candidates import MappedCandidates
 
     _, candidates = instance(7, "raw_umass")
     handle = pickle.loads(pickle.dumps(MappedCandidates(candidates, tmp_path / "map")))
@@ -389,8 +389,8 @@ def test_mapped_candidates_round_trip_through_pickle(tmp_path):
 
 
 def test_shards_hold_every_document_once_and_the_same_mix_of_lengths():
-    from topicbench.core.solution import DocumentArrays
-    from topicbench.core.shard_rounds import split_shards
+    from topicbench.core.elda.solution import DocumentArrays
+    from topicbench.core.elda.shard_rounds import split_shards
 
     corpus, _ = instance(8, "raw_umass")
     docs = DocumentArrays.from_corpus(corpus)
@@ -412,7 +412,7 @@ def test_shards_hold_every_document_once_and_the_same_mix_of_lengths():
 def test_runs_on_an_existing_scheduler_by_address():
     from distributed import LocalCluster
 
-    from topicbench.core.dask_shards import DaskShards
+    from topicbench.core.elda.dask_shards import DaskShards
 
     corpus, candidates = instance(3, "raw_umass")
     local = parallel_elda(corpus, candidates, 2, n_shards=2, seed=2)
@@ -425,7 +425,7 @@ def test_runs_on_an_existing_scheduler_by_address():
 
 def test_an_unreachable_scheduler_is_a_clear_error():
     pytest.importorskip("distributed")
-    from topicbench.core.dask_shards import DaskShards
+    from topicbench.core.elda.dask_shards import DaskShards
 
     with pytest.raises(ConnectionError, match="cannot reach the Dask scheduler at tcp://127.0.0.1:9"):
         DaskShards("tcp://127.0.0.1:9", connect_timeout=2)
@@ -486,7 +486,7 @@ def test_local_cluster_options_are_single_threaded_local_processes():
 @pytest.mark.slow
 def test_the_estimator_on_a_local_dask_cluster_from_the_factory():
     pytest.importorskip("distributed")
-    from topicbench.core.dask_shards import dask_executor
+    from topicbench.core.elda.dask_shards import dask_executor
 
     corpus, candidates = instance(4, "raw_umass")
     local = parallel_elda(corpus, candidates, 2, epsilon=0.2, seed=1, n_shards=1)

@@ -7,8 +7,8 @@ import math
 import pytest
 
 from conftest import F_RELATIVE_TOLERANCE, require_shared_data
-from topicbench.core.generators import keyword_candidates
-from topicbench.core.greedy import fast_greedy
+from topicbench.core.elda.generators import keyword_candidates
+from topicbench.core.elda.greedy import fast_greedy
 from topicbench.core.io import load_corpus
 from topicbench.core.preprocess import PreprocessConfig
 

@@ -10,8 +10,8 @@ import pytest
 import scipy.sparse as sp
 
 from conftest import random_corpus
-from topicbench.core.generators import keyword_candidates
-from topicbench.core.greedy import fast_greedy
+from topicbench.core.elda.generators import keyword_candidates
+from topicbench.core.elda.greedy import fast_greedy
 from topicbench.core.output import TopicModelOutput, topic_document_from_token_topics
 from topicbench.core.preprocess import corpus_from_token_lists
 from topicbench.core.topic_word import ConstantPlusSparse

@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from topicbench.core.elda import ELDA
-from topicbench.core.generators import keyword_candidates, topic_matrix_candidates
-from topicbench.core.greedy import fast_greedy
+from topicbench.core.elda.model import ELDA
+from topicbench.core.elda.generators import keyword_candidates, topic_matrix_candidates
+from topicbench.core.elda.greedy import fast_greedy
 from topicbench.core.validation import InputError, check_budget, check_kappa
 
 
@@ -96,8 +96,8 @@ def test_prefix_checks_kappa(tiny_corpus):
 
 
 def test_candidates_over_another_vocabulary_are_refused_by_every_optimiser(tiny_corpus):
-    from topicbench.core.inference import infer_topics
-    from topicbench.core.parallel import parallel_elda
+    from topicbench.core.elda.inference import infer_topics
+    from topicbench.core.elda.parallel import parallel_elda
     from topicbench.core.validation import check_candidates_match_corpus
 
     other = topic_matrix_candidates(np.zeros((2, 4)))
@@ -116,8 +116,8 @@ def test_candidates_over_another_vocabulary_are_refused_by_every_optimiser(tiny_
 def test_every_elda_entry_point_shares_the_defaults_in_config():
     import inspect
 
-    from topicbench.core.config import DEFAULT_EPSILON, DEFAULT_GENERATOR, GENERATORS
-    from topicbench.core.parallel import parallel_elda
+    from topicbench.core.constants import DEFAULT_EPSILON, DEFAULT_GENERATOR, GENERATORS
+    from topicbench.core.elda.parallel import parallel_elda
 
     model = ELDA()
     assert model.generator == DEFAULT_GENERATOR in GENERATORS

@@ -11,9 +11,9 @@ from mlflow.tracking import MlflowClient
 from topicbench.baselines.base import TopicModel
 from topicbench.baselines.registry import MODELS
 from topicbench.flows.benchmark import run_benchmark
-from topicbench.flows.config import BenchmarkConfig
+from topicbench.flows.config.model import BenchmarkConfig
 from topicbench.core.validation import InputError
-from topicbench.tasks.store_checks import TrackingError
+from topicbench.tasks.store.checks import TrackingError
 
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
@@ -178,7 +178,7 @@ def test_topics_shorter_than_the_largest_n_are_scored_on_the_ns_that_fit(tiny_oc
     from topicbench.core.output import TopicModelOutput
     from topicbench.core.preprocess import PreprocessConfig
     from topicbench.core.metrics.scoring import score
-    from topicbench.tasks.metrics import build_metric_context
+    from topicbench.tasks.run.metric_context import build_metric_context
 
     corpus = load_corpus(tiny_octis, PreprocessConfig(preprocessed=True))
     words = list(corpus.vocabulary)
@@ -231,7 +231,7 @@ def test_document_embeddings_are_computed_once_per_corpus_before_the_fits(tiny_o
 
 def test_artifacts_of_a_sqlite_store_live_beside_the_database(tmp_path):
     from topicbench.core.io import file_name_for
-    from topicbench.tasks.tracking import local_artifact_location
+    from topicbench.tasks.store.tracking import local_artifact_location
 
     location = local_artifact_location(f"sqlite:///{tmp_path / 'store' / 'mlflow.db'}", "paper run")
     assert location == (tmp_path / "store" / "mlartifacts" / file_name_for("paper run")).resolve().as_uri()
@@ -288,10 +288,10 @@ def scores_in_this_process(config) -> dict:
     with one context per corpus, the metrics under their tracked names and the output's numbers."""
     from topicbench.core.io import load_corpus
     from topicbench.core.preprocess import PreprocessConfig
-    from topicbench.tasks.fit import fit_model
+    from topicbench.tasks.run.fit import fit_model
     from topicbench.core.metrics.scoring import score
-    from topicbench.tasks.metrics import build_metric_context
-    from topicbench.tasks.fit_record import tracked_name
+    from topicbench.tasks.run.metric_context import build_metric_context
+    from topicbench.tasks.store.fit_record import tracked_name
 
     spec = config.corpora[0]
     corpus = load_corpus(spec.source, PreprocessConfig(**spec.preprocessing))

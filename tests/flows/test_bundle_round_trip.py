@@ -10,11 +10,11 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from topicbench.flows.benchmark import run_benchmark
-from topicbench.flows.cli import main
-from topicbench.flows.config import BenchmarkConfig
+from topicbench.flows.cli.main import main
+from topicbench.flows.config.model import BenchmarkConfig
 from topicbench.flows.report import report
-from topicbench.tasks.bundle import export_bundle, import_bundle
-from topicbench.tasks.run_claims import FIT_ROLE, ROLE_TAG
+from topicbench.tasks.results.bundle import export_bundle, import_bundle
+from topicbench.tasks.store.claims import FIT_ROLE, ROLE_TAG
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
 

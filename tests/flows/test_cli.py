@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from topicbench.flows.cli import main
+from topicbench.flows.cli.main import main
 
 
 @pytest.fixture

@@ -11,8 +11,8 @@ import sys
 
 import pytest
 
-from topicbench.flows.cli import build_parser, main
-from topicbench.flows.cli_common import DefaultsShownFormatter
+from topicbench.flows.cli.main import build_parser, main
+from topicbench.flows.cli.common import DefaultsShownFormatter
 
 #: Every command a user can run, as typed after `topicbench`.
 COMMANDS = {
@@ -102,7 +102,7 @@ def test_models_list_names_every_model_with_what_it_is_and_its_defaults(capsys):
 
 
 def test_models_list_json_parses_and_imports_no_heavy_library():
-    script = ("import sys; from topicbench.flows.cli import main; main(['models', 'list', '--json']); "
+    script = ("import sys; from topicbench.flows.cli.main import main; main(['models', 'list', '--json']); "
               "print('HEAVY', sorted(m for m in ('torch', 'sentence_transformers', 'transformers', 'bertopic') if m in sys.modules))")
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
@@ -166,7 +166,7 @@ def store(tmp_path_factory):
 
 
 def test_runs_view_url_opens_on_the_runs_of_the_experiment():
-    from topicbench.flows.cli_ui import runs_view_url
+    from topicbench.flows.cli.ui import runs_view_url
 
     assert runs_view_url(5000, "7") == "http://127.0.0.1:5000/#/experiments/7/runs?workflowType=machine_learning"
     assert runs_view_url(5001, None) == "http://127.0.0.1:5001/#/experiments"
@@ -175,7 +175,7 @@ def test_runs_view_url_opens_on_the_runs_of_the_experiment():
 
 def test_ui_opens_on_the_named_experiment_else_the_latest_with_topicbench_runs(store):
     from topicbench.core.validation import InputError
-    from topicbench.flows.cli_ui import ui_experiment
+    from topicbench.flows.cli.ui import ui_experiment
 
     uri, client = store
     assert ui_experiment(uri, None).name == "newer"
@@ -187,7 +187,7 @@ def test_ui_opens_on_the_named_experiment_else_the_latest_with_topicbench_runs(s
 def test_ui_without_topicbench_runs_opens_on_the_experiment_list():
     from types import SimpleNamespace
 
-    from topicbench.flows.cli_ui import latest_topicbench_experiment
+    from topicbench.flows.cli.ui import latest_topicbench_experiment
 
     class NoTopicbenchRuns:
         def search_experiments(self, order_by):
@@ -208,7 +208,7 @@ class _FinishedServer:
 
 @pytest.mark.parametrize("browser", [True, False])
 def test_ui_prints_the_runs_view_url_and_opens_it_only_with_a_browser(store, monkeypatch, capsys, browser):
-    from topicbench.flows import cli_ui
+    from topicbench.flows.cli import ui as cli_ui
 
     uri, client = store
     opened = []
@@ -229,7 +229,7 @@ def test_ui_prints_the_runs_view_url_and_opens_it_only_with_a_browser(store, mon
 
 
 def test_no_browser_is_opened_without_a_display(monkeypatch):
-    from topicbench.flows.cli_ui import browser_available
+    from topicbench.flows.cli.ui import browser_available
 
     monkeypatch.setattr(sys, "platform", "linux")
     monkeypatch.delenv("DISPLAY", raising=False)

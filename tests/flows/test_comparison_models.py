@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from topicbench.flows.cli_catalog import model_catalog
+from topicbench.flows.cli.catalog import model_catalog
 from topicbench.flows.paper import SET2_BASELINES, paper_config
 
 COMPARISON_MODELS = ("nmf", "lsi", "hdp", "keynmf", "s3", "gmm")

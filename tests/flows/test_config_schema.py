@@ -13,10 +13,10 @@ import pytest
 import yaml
 
 from topicbench.core.validation import InputError
-from topicbench.flows.cli import main
-from topicbench.flows.config import BenchmarkConfig, default_config
-from topicbench.flows.config_file import count_values, read_yaml_config
-from topicbench.flows.config_schema import SCHEMA_FILE_NAME, config_schema
+from topicbench.flows.cli.main import main
+from topicbench.flows.config.model import BenchmarkConfig, default_config
+from topicbench.flows.config.file import count_values, read_yaml_config
+from topicbench.flows.config.schema import SCHEMA_FILE_NAME, config_schema
 
 ROOT = Path(__file__).resolve().parents[2]
 PUBLISHED = ROOT / SCHEMA_FILE_NAME
@@ -151,7 +151,7 @@ def test_every_example_config_passes_every_check(example):
     """The configs the README points at are checked as a run would check them (an LLM example with
     the endpoint its command line gives; a search example's search block too)."""
     from conftest import SHARED_DATA_PATH
-    from topicbench.flows.config_file import read_yaml_config
+    from topicbench.flows.config.file import read_yaml_config
     from topicbench.flows.search_plan import SearchPlan
 
     data = read_yaml_config(example)

@@ -37,7 +37,7 @@ def restore_logging():
 def log_a_bit():
     logging.getLogger("gensim.models.ldamodel").info("PROGRESS: pass 0, at document #300/300")
     logging.getLogger("prefect").info("Starting temporary server on http://127.0.0.1:8593")
-    logging.getLogger("topicbench.core.greedy").info("E-LDA greedy: 6 of 6 links")
+    logging.getLogger("topicbench.core.elda.greedy").info("E-LDA greedy: 6 of 6 links")
     logging.getLogger("tests.run_logger").info("3 runs: 3 to run", extra=CONSOLE)
     logging.getLogger("topicbench").info("corpus lee: 300 documents")
     logging.getLogger("gensim.utils").warning("a gensim warning")

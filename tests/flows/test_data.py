@@ -25,8 +25,8 @@ from topicbench.core.datasets import DATASETS, Dataset, DatasetError, RemoteFile
 from topicbench.core.io import load_corpus
 from topicbench.core.validation import InputError
 from topicbench.flows import paper
-from topicbench.flows.cli import main
-from topicbench.flows.config import BenchmarkConfig, CorpusSpec
+from topicbench.flows.cli.main import main
+from topicbench.flows.config.model import BenchmarkConfig, CorpusSpec
 from topicbench.flows.data import DOWNLOADS_FOLDER, fetch_dataset
 
 from conftest import require_shared_data

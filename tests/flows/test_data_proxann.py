@@ -23,7 +23,7 @@ from test_data import _closed_port, _files_under, cache, server  # noqa: F401 (f
 from topicbench.core.datasets import DATASETS, DatasetError, RemoteFile, cached_dataset_folder, is_cached
 from topicbench.core.proxann_data import read_release
 from topicbench.core.proxann_release import HUMAN_RESPONSES, PROXANN_COMMIT, STUDY_TOPICS
-from topicbench.flows.cli import main
+from topicbench.flows.cli.main import main
 from topicbench.flows.data import DOWNLOADS_FOLDER, fetch_dataset, file_url
 
 

@@ -16,7 +16,7 @@ HEAVY_MODULES = ("prefect", "mlflow", "dask", "distributed", "torch", "sklearn",
 
 _RUN_AND_LIST_MODULES = """
 import contextlib, io, json, sys
-from topicbench.flows.cli import main
+from topicbench.flows.cli.main import main
 with contextlib.redirect_stdout(io.StringIO()):
     code = main(sys.argv[1:])
 print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
@@ -52,19 +52,19 @@ def test_exact_elda_does_not_import_scipy_sparse(elda_modules):
 
 def test_the_check_sees_imports(elda_modules):
     # the listing is real: what the command does use is in it
-    assert {"numba", "topicbench.core.greedy", "topicbench.core.generators"} <= elda_modules
+    assert {"numba", "topicbench.core.elda.greedy", "topicbench.core.elda.generators"} <= elda_modules
 
 
 def test_exact_elda_does_not_load_numpy_f2py(elda_modules):
     # numba's BLAS check imports scipy.linalg, whose array-API layer touches every attribute of
-    # numpy, numpy.f2py included; the command defers it (flows/startup.py), so its modules never run
+    # numpy, numpy.f2py included; the command defers it (flows/cli/startup.py), so its modules never run
     assert "numpy.f2py" in elda_modules  # registered, lazily
     assert "numpy.f2py.crackfortran" not in elda_modules
 
 
 _DEFER_THEN_USE = """
 import sys
-from topicbench.flows.startup import defer_imports
+from topicbench.flows.cli.startup import defer_imports
 deferred = defer_imports(("numpy.f2py", "not_a_module_anywhere.child"))
 import scipy.linalg  # reads numpy.f2py through numpy's module __getattr__
 loaded_by_scipy = "numpy.f2py.crackfortran" in sys.modules

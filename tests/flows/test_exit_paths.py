@@ -25,7 +25,7 @@ from mlflow.tracking import MlflowClient
 from topicbench.core.validation import InputError
 from topicbench.flows import benchmark as benchmark_module
 from topicbench.flows.benchmark import run_benchmark
-from topicbench.flows.config import BenchmarkConfig
+from topicbench.flows.config.model import BenchmarkConfig
 from topicbench.flows.runtime import PrefectServerStartError, start_prefect_server
 
 from test_run_claims import fit_runs, topicbench, topicbench_env, write_config
@@ -340,7 +340,7 @@ def test_ui_stopped_with_ctrl_c_takes_its_server_and_workers_down(tmp_path):
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     ui = subprocess.Popen(
-        [sys.executable, "-m", "topicbench.flows.cli", "ui", "--tracking-uri", store, "--port", str(port), "--no-browser"],
+        [sys.executable, "-m", "topicbench.flows.cli.main", "ui", "--tracking-uri", store, "--port", str(port), "--no-browser"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=topicbench_env(tmp_path),
         preexec_fn=with_ctrl_c_restored,
     )

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from topicbench.flows.cli import main
+from topicbench.flows.cli.main import main
 
 GOOD_CONFIG = """\
 experiment: faults
@@ -468,7 +468,7 @@ def test_a_result_that_cannot_be_written_after_the_fit_is_kept(tmp_path, capsys,
     result goes to a temporary file that the last line names."""
     import json
 
-    from topicbench.core.solution import Solution
+    from topicbench.core.elda.solution import Solution
 
     corpora = _write_corpora(tmp_path)
     original = Solution.to_json

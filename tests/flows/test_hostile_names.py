@@ -24,7 +24,7 @@ from mlflow.tracking import MlflowClient
 from topicbench.tasks.report.text import (
     LONGEST_WORD, Code, Markdown, Text, markdown_code, markdown_paragraph, markdown_text, to_markdown,
 )
-from topicbench.tasks.store_filters import UnwritableFilterValue, filter_literal, search_runs
+from topicbench.tasks.store.filters import UnwritableFilterValue, filter_literal, search_runs
 
 #: What the filter grammar makes hard: both quotes, a backslash, LIKE's wildcards.
 QUOTES = "it's \"q\" \\ 50% a_b"
@@ -112,7 +112,7 @@ def test_the_study_parent_and_the_judges_calibration_are_found_under_hostile_nam
     """The two look-ups by a user's name: a search's parent run by the study (the experiment's
     name) and the LLM judge's latest calibration by the model's name."""
     from topicbench.flows.judge import CALIBRATION_EXPERIMENT, MODEL_TAG, latest_calibration
-    from topicbench.tasks.tracking import Tracker
+    from topicbench.tasks.store.tracking import Tracker
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     tracker = Tracker(uri, EXPERIMENT)
@@ -187,7 +187,7 @@ def test_the_llm_sections_paragraphs_and_calibration_md_show_the_models_name_as_
 def hostile_benchmark(tmp_path_factory, prefect_server):
     """One benchmark, its report and a search of one point, every name hostile, in one store.
     Returns (tmp folder, store URI, config path, exit codes of run, report and search)."""
-    from topicbench.flows.cli import main
+    from topicbench.flows.cli.main import main
 
     tmp = tmp_path_factory.mktemp("names")
     corpus = tmp / "corpus"

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from topicbench.flows.cli import main
+from topicbench.flows.cli.main import main
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
 
@@ -364,7 +364,7 @@ class TestOutputPathsNeverReplaceWhatTheyDoNotOwn:
         """Checked again when written: the path may have changed during a long run."""
         import stat
 
-        from topicbench.flows import cli_elda
+        from topicbench.flows.cli import elda as cli_elda
 
         target = tmp_path / "result.json"
         summary = cli_elda.format_summary

@@ -12,9 +12,9 @@ from proxann_files import write_release
 
 from topicbench.core.metrics.llm_judging import JudgeSettings
 from topicbench.core.proxann_data import ProxAnnRelease, StudyInputs
-from topicbench.flows.cli import main
+from topicbench.flows.cli.main import main
 from topicbench.flows.judge_proxann import PROXANN_EXPERIMENT, calibrate_proxann, format_proxann_table
-from topicbench.tasks.llm_endpoint import LLMEndpoint
+from topicbench.tasks.llm.endpoint import LLMEndpoint
 
 THETA = (0.9, 0.6, 0.3, 0.1)
 TOPICS = ("bills-labeled/ctm/1", "bills-labeled/ctm/2", "bills-labeled/mallet/3")

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from llm_endpoints import MODEL, Reply, chats, completion, fake_endpoint
-from topicbench.flows.cli import main
+from topicbench.flows.cli.main import main
 
 KEY = "sk-kept-secret-7f3a9c2e41d8b605"
 

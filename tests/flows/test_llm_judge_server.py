@@ -19,7 +19,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from servers import llm_server, running_llm_server, stop_server  # noqa: F401 (a fixture)
-from topicbench.flows.cli import main
+from topicbench.flows.cli.main import main
 
 pytestmark = [pytest.mark.usefixtures("prefect_server"), pytest.mark.slow]
 

@@ -9,8 +9,8 @@ import shutil
 import pytest
 
 from topicbench.flows.benchmark import run_benchmark
-from topicbench.flows.cli import main
-from topicbench.flows.config import BenchmarkConfig
+from topicbench.flows.cli.main import main
+from topicbench.flows.config.model import BenchmarkConfig
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
 

@@ -30,7 +30,7 @@ def test_paper_config_fits_each_gibbs_setting_once_for_both_sets(tmp_path):
 
 
 def test_paper_run_trains_every_baseline_at_its_authors_defaults(tmp_path):
-    from topicbench.tasks.tracking import changed_settings
+    from topicbench.tasks.store.tracking import changed_settings
 
     (tmp_path / "congress").mkdir()
     config = paper_config(tmp_path, corpora=("congress",), tracking_uri="sqlite:///x.db")
@@ -174,7 +174,7 @@ def test_an_llm_endpoint_adds_the_judges_metrics_and_section_to_the_paper(tmp_pa
 
 def _fit_run(tracker, parent_id: str, key: str) -> str:
     """A FINISHED fit run of ``key`` under ``parent_id``, with a topics.json artifact."""
-    from topicbench.tasks.run_claims import FIT_ROLE, ROLE_TAG, RUN_KEY
+    from topicbench.tasks.store.claims import FIT_ROLE, ROLE_TAG, RUN_KEY
 
     client = tracker.client
     run = client.create_run(tracker.experiment_id, run_name=key, tags={
@@ -187,7 +187,7 @@ def _fit_run(tracker, parent_id: str, key: str) -> str:
 
 def _piece(tracker, keys) -> None:
     """What one piece of the paper leaves in a store: a parent run and a finished fit per key."""
-    from topicbench.tasks.run_claims import PARENT_ROLE, ROLE_TAG
+    from topicbench.tasks.store.claims import PARENT_ROLE, ROLE_TAG
 
     parent = tracker.client.create_run(tracker.experiment_id, run_name="paper", tags={ROLE_TAG: PARENT_ROLE})
     for key in keys:
@@ -201,8 +201,8 @@ def paper_piece(tmp_path, monkeypatch):
     and report; a bundle of one finished fit (``key-0``) made by an earlier piece in another store."""
     import topicbench.flows.paper as paper
     import topicbench.flows.report as report_flow
-    from topicbench.tasks.bundle import export_bundle
-    from topicbench.tasks.tracking import Tracker
+    from topicbench.tasks.results.bundle import export_bundle
+    from topicbench.tasks.store.tracking import Tracker
 
     (tmp_path / "data" / "congress").mkdir(parents=True)
     _piece(Tracker(f"sqlite:///{tmp_path / 'earlier' / 'mlflow.db'}", "paper"), ["key-0"])
@@ -224,7 +224,7 @@ def paper_piece(tmp_path, monkeypatch):
 
 def _bundled(folder) -> tuple:
     """(run keys, {archive name: bytes}) of the bundle in ``folder``."""
-    from topicbench.tasks.bundle import read_bundle
+    from topicbench.tasks.results.bundle import read_bundle
 
     manifest, _ = read_bundle(folder)
     return manifest["run_keys"], {path.name: path.read_bytes() for path in (folder / "artifacts").iterdir()}
@@ -263,8 +263,8 @@ def test_a_paper_piece_stopped_midway_exports_what_finished(paper_piece, stop):
 
 def test_a_paper_bundle_is_checked_before_any_work(tmp_path):
     from topicbench.flows.paper import check_paper_bundle
-    from topicbench.tasks.bundle import export_bundle
-    from topicbench.tasks.tracking import Tracker
+    from topicbench.tasks.results.bundle import export_bundle
+    from topicbench.tasks.store.tracking import Tracker
 
     check_paper_bundle(tmp_path / "new")  # the first piece makes it
     (tmp_path / "notes").mkdir()
@@ -278,7 +278,7 @@ def test_a_paper_bundle_is_checked_before_any_work(tmp_path):
 
 
 def test_paper_names_a_folder_that_is_no_bundle_before_any_work(tmp_path, capsys):
-    from topicbench.flows.cli import main
+    from topicbench.flows.cli.main import main
 
     (tmp_path / "data" / "congress").mkdir(parents=True)
     (tmp_path / "notes").mkdir()

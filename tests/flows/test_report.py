@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from topicbench.flows.benchmark import run_benchmark
-from topicbench.flows.config import BenchmarkConfig
+from topicbench.flows.config.model import BenchmarkConfig
 from topicbench.flows.report import report
 
 from report_browser import clipped_titles, rank_problems
@@ -112,7 +112,7 @@ def test_report_opens_with_a_summary_then_links_every_section_and_shows_every_mo
 
 
 def test_report_reads_the_benchmarks_config_and_shows_the_sections_asked_for(tracked, tmp_path):
-    from topicbench.tasks.report.store import collect_config
+    from topicbench.tasks.results.store import collect_config
 
     config = collect_config(tracked, "report-test")
     assert [m.get("label") or m["model"] for m in config["models"]] == ["elda", "gensim_lda", "gibbs_lda", "gibbs_sparse"]
@@ -223,8 +223,8 @@ def test_html_report_renders_tables_and_interactive_plots_in_a_browser(tracked, 
 
 
 def test_report_shows_each_models_stability_across_its_seeds_above_chance(tracked, tmp_path):
-    from topicbench.tasks.report.store import collect_runs
-    from topicbench.tasks.report.stability import collect_stability
+    from topicbench.tasks.results.store import collect_runs
+    from topicbench.tasks.results.stability import collect_stability
 
     findings = collect_stability(tracked, collect_runs(tracked, "report-test"))
     rows = findings.table.set_index("model")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from topicbench.core.validation import InputError
-from topicbench.flows.config import BenchmarkConfig
+from topicbench.flows.config.model import BenchmarkConfig
 from topicbench.flows.report import report_sections
 from topicbench.tasks.report.sections import DEFAULT_REPORT_SECTIONS
 

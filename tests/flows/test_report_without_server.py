@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from topicbench.flows.cli import main
+from topicbench.flows.cli.main import main
 
 EXPERIMENT = "no-server-test"
 
@@ -58,7 +58,7 @@ def test_report_command_neither_needs_nor_imports_prefect(store, tmp_path):
 
     out = tmp_path / "report"
     arguments = ["report", "--experiment", EXPERIMENT, "--tracking-uri", store, "--out", str(out)]
-    script = (f"import sys; from topicbench.flows.cli import main; code = main({arguments!r}); "
+    script = (f"import sys; from topicbench.flows.cli.main import main; code = main({arguments!r}); "
               "print(sorted(name for name in sys.modules if name.split('.')[0] == 'prefect')); sys.exit(code)")
     env = {**os.environ, "PREFECT_API_URL": "http://127.0.0.1:9/api"}  # the discard port: nobody answers
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)

@@ -20,9 +20,9 @@ import psutil
 import pytest
 from mlflow.tracking import MlflowClient
 
-from topicbench.tasks.run_claims import Owner, store_lock
-from topicbench.tasks.store_checks import TrackingError, check_tracking_uri, tracking_store_exists
-from topicbench.tasks.tracking import Tracker
+from topicbench.tasks.store.claims import Owner, store_lock
+from topicbench.tasks.store.checks import TrackingError, check_tracking_uri, tracking_store_exists
+from topicbench.tasks.store.tracking import Tracker
 
 
 class JobStub(SimpleNamespace):
@@ -206,7 +206,7 @@ def test_an_earlier_claim_keeps_the_key_when_the_later_rival_withdraws(store, ot
 def test_a_later_rival_that_never_decides_is_given_way_to(store, other_process, monkeypatch):
     """A later claim left undecided (made by an older topicbench, or its owner died deciding on
     another host) wins after CLAIM_DECISION_SECONDS: giving way is the safe side."""
-    monkeypatch.setattr("topicbench.tasks.run_claims.CLAIM_DECISION_SECONDS", 0.5)
+    monkeypatch.setattr("topicbench.tasks.store.claims.CLAIM_DECISION_SECONDS", 0.5)
     rival = tracker_of(store, owner_of(other_process))
     ours = Tracker(store, "claims")
     create_run = ours.client.create_run
@@ -232,7 +232,7 @@ def test_two_jobs_of_one_config_with_one_key_both_get_their_run(store):
 def test_the_store_lock_serialises_processes(tmp_path):
     store = f"sqlite:///{tmp_path / 'mlflow.db'}"
     script = (
-        "import sys, time; from topicbench.tasks.run_claims import store_lock\n"
+        "import sys, time; from topicbench.tasks.store.claims import store_lock\n"
         f"with store_lock({store!r}):\n    print('held', flush=True); time.sleep(3)\n"
     )
     holder = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
@@ -368,7 +368,7 @@ def test_an_interrupt_inside_a_store_write_does_not_keep_the_store_locked(store,
     process found the store locked, so abandon() could mark no run. It lets that call go first."""
     import sqlite3
 
-    from topicbench.tasks import run_claims
+    from topicbench.tasks.store import claims as run_claims
 
     monkeypatch.setattr(run_claims, "ABANDON_RETRY_SECONDS", 2.0)
     tracker = Tracker(store, "claims")
@@ -394,7 +394,7 @@ def test_an_interrupted_benchmark_marks_its_runs_killed_once_a_busy_store_frees(
     holds it), and gives up at once on any other failure (the next run's sweep marks them)."""
     from mlflow.exceptions import MlflowException
 
-    from topicbench.tasks import run_claims
+    from topicbench.tasks.store import claims as run_claims
 
     monkeypatch.setattr(run_claims, "ABANDON_RETRY_PAUSE", 0.01)
     tracker = Tracker(store, "claims")

@@ -22,10 +22,10 @@ from topicbench.core.search_space import Objective
 from topicbench.core.validation import InputError
 from topicbench.flows import search as search_module
 from topicbench.flows.benchmark import run_benchmark
-from topicbench.flows.config import BenchmarkConfig
+from topicbench.flows.config.model import BenchmarkConfig
 from topicbench.flows.search import run_search
 from topicbench.flows.search_plan import SearchPlan
-from topicbench.tasks.study import default_storage
+from topicbench.tasks.search.study import default_storage
 from topicbench.tasks.report.study import study_report, write_study_report
 
 from report_browser import CHROMIUM, clipped_titles, open_page, rank_problems
@@ -421,7 +421,7 @@ def test_a_report_names_the_runs_its_config_does_not_list():
 
 def test_a_study_reopened_resumes_and_another_definition_is_another_study(tmp_path):
     from topicbench.core.search_space import Objective, SearchSpace
-    from topicbench.tasks.study import ModelStudy, open_storage
+    from topicbench.tasks.search.study import ModelStudy, open_storage
 
     storage = open_storage(str(tmp_path / "studies.journal"))
     space = SearchSpace.from_dict("m", {"num_topics": [2, 3]})
@@ -451,7 +451,7 @@ def tell_all(study, pending) -> None:
 @pytest.mark.parametrize("sampler, objectives", [("tpe", ["npmi@5"]), ("nsga2", ["npmi@5", "topic_diversity@5"])])
 def test_a_sampler_never_fits_a_point_twice_and_stops_when_its_space_is_used_up(tmp_path, sampler, objectives):
     from topicbench.core.search_space import Objective, SearchSpace
-    from topicbench.tasks.study import ModelStudy, open_storage
+    from topicbench.tasks.search.study import ModelStudy, open_storage
 
     storage = open_storage(str(tmp_path / "studies.journal"))
     space = SearchSpace.from_dict("m", {"num_topics": [2, 3, 4]})
@@ -475,7 +475,7 @@ def test_a_study_holding_a_point_twice_counts_it_once(tmp_path):
     from optuna.distributions import CategoricalDistribution
 
     from topicbench.core.search_space import Objective, SearchSpace
-    from topicbench.tasks.study import ModelStudy, open_storage
+    from topicbench.tasks.search.study import ModelStudy, open_storage
 
     storage = open_storage(str(tmp_path / "studies.journal"))
     study = ModelStudy(storage, "s/c/m", SearchSpace.from_dict("m", {"num_topics": [2, 3]}), [Objective("npmi@5", True)],
@@ -495,7 +495,7 @@ def test_a_study_holding_a_point_twice_counts_it_once(tmp_path):
 
 
 def test_an_unusable_study_storage_is_one_line(tmp_path):
-    from topicbench.tasks.study import open_storage
+    from topicbench.tasks.search.study import open_storage
 
     blocker = tmp_path / "file"
     blocker.write_text("")
@@ -563,7 +563,7 @@ def test_a_k_beyond_the_corpus_fails_before_any_fit(tiny_octis, tmp_path):
 def test_a_check_of_a_store_being_created_waits_for_its_creation(tmp_path):
     """While one process creates and migrates a new store (under the lock beside it), the check of
     another waits for it, instead of calling the half-migrated schema an older MLflow's."""
-    from topicbench.tasks.store_checks import TrackingError, check_tracking_uri, mlflow_schema_revisions
+    from topicbench.tasks.store.checks import TrackingError, check_tracking_uri, mlflow_schema_revisions
 
     database = tmp_path / "mlflow.db"
     store = f"sqlite:///{database}"
@@ -576,7 +576,7 @@ def test_a_check_of_a_store_being_created_waits_for_its_creation(tmp_path):
 
     set_revision(sorted(known - {head})[0])  # as a migration leaves it half way
     script = (
-        "import sqlite3, time; from topicbench.tasks.run_claims import creation_lock\n"
+        "import sqlite3, time; from topicbench.tasks.store.claims import creation_lock\n"
         f"with creation_lock({store!r}):\n    print('held', flush=True); time.sleep(2)\n"
         f"    with sqlite3.connect({str(database)!r}) as c: c.execute('UPDATE alembic_version SET version_num = ?', ({head!r},))\n"
     )
@@ -594,7 +594,7 @@ def test_a_check_of_a_store_being_created_waits_for_its_creation(tmp_path):
 def test_two_searches_creating_one_study_storage_take_turns(tmp_path):
     """Optuna creates a new sqlite storage's tables and version row without a lock: two searches
     starting at once failed with "UNIQUE constraint failed: alembic_version"; the second waits."""
-    from topicbench.tasks.study import open_storage
+    from topicbench.tasks.search.study import open_storage
 
     database = tmp_path / "optuna-studies.db"
     script = (
@@ -611,7 +611,7 @@ def test_two_searches_creating_one_study_storage_take_turns(tmp_path):
 
 
 def test_a_study_storage_that_is_a_tracking_store_is_refused_before_any_work(tmp_path):
-    from topicbench.tasks.study import check_storage
+    from topicbench.tasks.search.study import check_storage
 
     database, other = tmp_path / "mlflow.db", tmp_path / "other" / "mlflow.db"
     other.parent.mkdir()

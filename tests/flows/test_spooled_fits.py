@@ -9,9 +9,9 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from topicbench.flows.benchmark import Job, corpus_splits, run_benchmark
-from topicbench.flows.config import BenchmarkConfig
-from topicbench.tasks.corpus import load_corpus
-from topicbench.tasks.spool import SPOOL_VARIABLE, Spool, this_version
+from topicbench.flows.config.model import BenchmarkConfig
+from topicbench.tasks.run.corpus import load_corpus
+from topicbench.tasks.store.spool import SPOOL_VARIABLE, Spool, this_version
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
 

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from topicbench.flows.cli import main
-from topicbench.tasks.store_checks import mlflow_schema_revisions
+from topicbench.flows.cli.main import main
+from topicbench.tasks.store.checks import mlflow_schema_revisions
 
 CONFIG = """\
 experiment: kept
@@ -225,7 +225,7 @@ def test_the_schema_revisions_read_from_the_scripts_are_alembics():
 
 
 def test_an_empty_file_or_a_new_path_is_a_store_to_be(tmp_path):
-    from topicbench.tasks.store_checks import check_tracking_uri
+    from topicbench.tasks.store.checks import check_tracking_uri
 
     empty = tmp_path / "empty.db"
     empty.write_bytes(b"")

@@ -22,7 +22,7 @@ import psutil
 import pytest
 from mlflow.tracking import MlflowClient
 
-from topicbench.tasks.tracking import Tracker
+from topicbench.tasks.store.tracking import Tracker
 
 from servers import free_port, postgres_server, prefect_api, running_mlflow_server  # noqa: F401 (fixtures)
 from test_exit_paths import SLOW_MODELS, slow_corpus, wait_for_fit_claims  # noqa: F401 (fixture)
@@ -100,7 +100,7 @@ def test_a_benchmark_is_tracked_in_postgresql_and_reported_from_it(tiny_octis, t
 def test_report_of_a_postgresql_database_without_a_store_creates_none(postgres_server, capsys):
     import sqlalchemy
 
-    from topicbench.flows.cli import main
+    from topicbench.flows.cli.main import main
 
     store = postgres_server.extra["new_database"]("empty")
     assert main(["report", "--experiment", "tiny", "--tracking-uri", store]) == 2
@@ -265,8 +265,8 @@ def test_runs_another_process_holds_are_waited_for_and_claimed_again_if_it_stops
     own, and claims again and fits those whose holder stops without finishing them."""
     from topicbench.flows import benchmark as benchmark_module
     from topicbench.flows.benchmark import Job, corpus_splits, run_benchmark
-    from topicbench.flows.config import BenchmarkConfig
-    from topicbench.tasks.corpus import load_corpus
+    from topicbench.flows.config.model import BenchmarkConfig
+    from topicbench.tasks.run.corpus import load_corpus
 
     monkeypatch.setattr(benchmark_module, "WAIT_POLL_SECONDS", 0.5)
     store = f"sqlite:///{tmp_path / 'mlflow.db'}"

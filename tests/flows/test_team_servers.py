@@ -204,7 +204,7 @@ def elda_json(arguments: list, out: Path, capsys) -> dict:
     """Run ``topicbench elda`` (in this process) writing ``--json out``; the JSON, asserting exit 0."""
     import json
 
-    from topicbench.flows.cli import main
+    from topicbench.flows.cli.main import main
 
     code = main(["elda", *arguments, "--json", str(out)])
     assert code == 0, capsys.readouterr().err[-4000:]
@@ -219,7 +219,7 @@ def test_parallel_elda_survives_a_worker_killed_right_after_the_candidates_are_b
     between the candidates and the placing of the shards (its nanny then starts another)."""
     from distributed import Client
 
-    from topicbench.core import elda
+    from topicbench.core.elda import model as elda
 
     wait_for_workers(dask_scheduler.url, 2)
     arguments = ["--algorithm", "parallel", "--scheduler", dask_scheduler.url, "--corpus", str(tiny_octis),
@@ -246,7 +246,7 @@ def test_parallel_elda_survives_a_worker_killed_right_after_the_candidates_are_b
 
 
 def test_serve_without_a_prefect_server_is_a_one_line_error(tiny_octis, tmp_path, monkeypatch, capsys):
-    from topicbench.flows.cli import main
+    from topicbench.flows.cli.main import main
 
     config = write_config(tmp_path, tiny_octis, ELDA_AND_GIBBS, seeds=(0,))
     monkeypatch.delenv("PREFECT_API_URL", raising=False)
@@ -261,7 +261,7 @@ def test_serve_without_a_prefect_server_is_a_one_line_error(tiny_octis, tmp_path
 
 
 def test_serve_refuses_a_schedule_that_is_not_cron(tiny_octis, tmp_path, capsys):
-    from topicbench.flows.cli import main
+    from topicbench.flows.cli.main import main
 
     config = write_config(tmp_path, tiny_octis, ELDA_AND_GIBBS, seeds=(0,))
     assert main(["serve", str(config), "--cron", "every night"]) == 2

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from llm_endpoints import MODEL, Reply, chats, completion, fake_endpoint
-from topicbench.flows.cli import main
+from topicbench.flows.cli.main import main
 
 pytestmark = pytest.mark.slow
 

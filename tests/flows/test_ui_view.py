@@ -10,8 +10,19 @@ import socket
 import pytest
 from mlflow.tracking import MlflowClient
 
-from topicbench.flows.cli_ui import UI_HOST, runs_view_url, start_ui_server, stop_process_group, wait_until_answering
-from topicbench.tasks.runs_view import SHARED_VIEW_TAG_PREFIX, VIEW_KEY, runs_view_state, share_runs_view
+from topicbench.flows.cli.ui import (
+    UI_HOST,
+    runs_view_url,
+    start_ui_server,
+    stop_process_group,
+    wait_until_answering,
+)
+from topicbench.tasks.store.runs_view import (
+    SHARED_VIEW_TAG_PREFIX,
+    VIEW_KEY,
+    runs_view_state,
+    share_runs_view,
+)
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FITS = "tags.`topicbench.role` = 'fit'"
@@ -81,7 +92,7 @@ class _Server:
 
 
 def _ui(monkeypatch, tmp_path, server: _Server, on_wait=lambda: None) -> tuple:
-    from topicbench.flows import cli_ui
+    from topicbench.flows.cli import ui as cli_ui
 
     uri, _, _ = tracked_benchmark(tmp_path)
     monkeypatch.setattr(cli_ui, "start_ui_server", lambda uri, port: server)
@@ -94,7 +105,7 @@ def _ui(monkeypatch, tmp_path, server: _Server, on_wait=lambda: None) -> tuple:
 
 
 def test_ui_prints_its_url_only_once_the_server_answers(monkeypatch, tmp_path, capsys):
-    from topicbench.flows.cli import main
+    from topicbench.flows.cli.main import main
 
     printed_while_waiting = []
     uri, port = _ui(monkeypatch, tmp_path, _Server(), on_wait=lambda: printed_while_waiting.append(capsys.readouterr().out))
@@ -104,7 +115,7 @@ def test_ui_prints_its_url_only_once_the_server_answers(monkeypatch, tmp_path, c
 
 
 def test_ui_stopped_with_ctrl_c_says_so_in_its_own_words(monkeypatch, tmp_path, capsys):
-    from topicbench.flows.cli import main
+    from topicbench.flows.cli.main import main
 
     uri, port = _ui(monkeypatch, tmp_path, _Server(stop=KeyboardInterrupt()))
     assert main(["ui", "--tracking-uri", uri, "--port", str(port), "--no-browser"]) == 0

@@ -9,7 +9,7 @@ import pytest
 
 from topicbench.flows.progress import BenchmarkProgress
 from topicbench.flows.worker_progress import forward_event, showing_worker_progress
-from topicbench.tasks.progress import EventThrottle, fit_progress
+from topicbench.tasks.run.progress import EventThrottle, fit_progress
 
 from progress_listener import Recorder
 

@@ -18,7 +18,7 @@ from metrics_helpers import (
     spy_on_counting,
     tiny_reference,
 )
-from topicbench.core.config import COHERENCE_TOP_N, UMASS_EPSILON
+from topicbench.core.constants import COHERENCE_TOP_N, UMASS_EPSILON
 from topicbench.core.io import load_corpus
 from topicbench.core.metrics.coherence import MEASURES, coherence, count_reference, score
 from topicbench.core.metrics.counts import CooccurrenceCounts, topic_pairs

@@ -11,8 +11,8 @@ import numpy as np
 from topicbench.core.metrics.llm_judging import JudgeReply, JudgeSettings, shown_words
 import pytest
 
-from topicbench.core.config import COHERENCE_TOP_N
-from topicbench.core.elda import ELDA
+from topicbench.core.constants import COHERENCE_TOP_N
+from topicbench.core.elda.model import ELDA
 from topicbench.core.io import load_corpus
 from topicbench.core.metrics.coherence import coherence, count_reference
 from topicbench.core.metrics.context import MetricContext, MetricInputs, MetricRun

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from topicbench.core.generators import keyword_candidates, topic_matrix_candidates
-from topicbench.core.greedy import fast_greedy
+from topicbench.core.elda.generators import keyword_candidates, topic_matrix_candidates
+from topicbench.core.elda.greedy import fast_greedy
 from topicbench.core.metrics.context import MetricContext, MetricInputs, MetricSettings
 from topicbench.core.metrics.labels import main_topics
-from topicbench.core.generators import constant_plus_sparse_candidates
+from topicbench.core.elda.generators import constant_plus_sparse_candidates
 from topicbench.core.metrics.scoring import score
 from topicbench.core.preprocess import corpus_from_token_lists
 from topicbench.core.topic_word import ConstantPlusSparse

@@ -12,7 +12,7 @@ import pytest
 from scipy.spatial.distance import jensenshannon
 from scipy.special import rel_entr
 
-from topicbench.core.metrics import _stability_kernels
+from topicbench.core.metrics import stability_kernels as _stability_kernels
 from topicbench.core.metrics import stability as stability_module
 from topicbench.core.metrics import topic_similarity as similarity_module
 from topicbench.core.metrics.stability import (

@@ -12,7 +12,7 @@ from topicbench.core.metrics.proxann_agreement import (AgreementInputError, cali
                                                        judge_topic_agreement, people_means,
                                                        people_ranking_tau, people_topic_agreement,
                                                        seed_means, topic_ranking_tau)
-from topicbench.core.metrics.proxann_alt_test import (_benjamini_yekutieli, alternative_annotator_test)
+from topicbench.core.metrics.alternative_annotator import _benjamini_yekutieli, alternative_annotator_test
 from topicbench.core.proxann_data import people_answers
 
 THETA = (0.9, 0.7, 0.5, 0.3, 0.1)

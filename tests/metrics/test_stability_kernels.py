@@ -1,6 +1,6 @@
 """The Jensen-Shannon kernel of constant-plus-sparse topics against its pair-by-pair twin.
 
-:func:`~topicbench.core.metrics._stability_kernels.js_sparse_sparse` finds each pair's shared
+:func:`~topicbench.core.metrics.stability_kernels.js_sparse_sparse` finds each pair's shared
 words through the second matrix's stored entries by column; its twin below is the kernel it
 replaced, which walks the second row's stored words for every pair. Both sum the same terms in the
 same order, so the divergences must agree to the bit (the report's numbers stay what they were),
@@ -14,7 +14,7 @@ import numba as nb
 import numpy as np
 import pytest
 
-from topicbench.core.metrics import _stability_kernels as kernels
+from topicbench.core.metrics import stability_kernels as kernels
 from topicbench.core.metrics import topic_similarity as similarity_module
 
 from test_metrics_stability import keyword_like, near_series_bound, random_constant_plus_sparse

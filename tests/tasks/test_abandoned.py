@@ -7,7 +7,12 @@ import time
 
 import pytest
 
-from topicbench.tasks.abandoned import CHECK_SECONDS, FitAbandoned, dask_task_abandoned, stop_if_abandoned
+from topicbench.tasks.store.abandoned import (
+    CHECK_SECONDS,
+    FitAbandoned,
+    dask_task_abandoned,
+    stop_if_abandoned,
+)
 
 
 class Clock:

@@ -9,7 +9,7 @@ import pytest
 import scipy.sparse as sp
 
 from topicbench.core.preprocess import PreprocessConfig, preprocess
-from topicbench.tasks.artifacts import excerpt, topic_documents
+from topicbench.tasks.store.artifacts import excerpt, topic_documents
 
 TEXTS = ["tax vote bill senate", "game team win", "tax law vote", "team coach game season", "song band album"]
 LABELS = ["politics", "sport", "politics", "sport", "music"]

@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
-from topicbench.tasks.bundle import BundleError, export_bundle, import_bundle, read_bundle
-from topicbench.tasks.run_claims import FIT_ROLE, PARENT_ROLE, ROLE_TAG, RUN_KEY
-from topicbench.tasks.tracking import Tracker
+from topicbench.tasks.results.bundle import BundleError, export_bundle, import_bundle, read_manifest
+from topicbench.tasks.store.claims import FIT_ROLE, PARENT_ROLE, ROLE_TAG, RUN_KEY
+from topicbench.tasks.store.tracking import Tracker
 
 
 def _store_with_runs(folder):
@@ -72,17 +72,17 @@ def test_the_matrices_travel_when_asked_for(tmp_path):
 
 def test_a_folder_that_is_no_bundle_is_one_error_naming_it(tmp_path):
     with pytest.raises(BundleError, match="is not a readable result bundle"):
-        read_bundle(tmp_path)
+        read_manifest(tmp_path)
     (tmp_path / "manifest.json").write_text(json.dumps({"bundle_format": 99}))
     (tmp_path / "runs.jsonl").write_text("")
     with pytest.raises(BundleError, match="bundle format 99, this topicbench reads 1 and 2"):
-        read_bundle(tmp_path)
+        read_manifest(tmp_path)
     with pytest.raises(BundleError, match="has no experiment 'nope'"):
         export_bundle(f"sqlite:///{tmp_path / 'mlflow.db'}", "nope", tmp_path / "out")
 
 
 def test_the_tables_have_their_columns_and_types_and_a_damaged_one_is_named(tmp_path):
-    from topicbench.tasks.bundle_tables import TABLE_COLUMNS, TableError, read_tables
+    from topicbench.tasks.results.bundle_tables import TABLE_COLUMNS, TableError, read_tables
 
     export_bundle(_store_with_runs(tmp_path / "a"), "paper", tmp_path / "bundle")
     tables = read_tables(tmp_path / "bundle")
@@ -106,21 +106,21 @@ def test_the_tables_have_their_columns_and_types_and_a_damaged_one_is_named(tmp_
 
 
 def test_a_bundle_of_format_1_still_imports_but_has_no_tables(tmp_path):
-    from topicbench.tasks.bundle_tables import TableError, read_tables
+    from topicbench.tasks.results.bundle_tables import TableError, read_tables
 
     export_bundle(_store_with_runs(tmp_path / "a"), "paper", tmp_path / "bundle")
     manifest = json.loads((tmp_path / "bundle" / "manifest.json").read_text())
     old = {key: value for key, value in manifest.items() if key not in ("tables", "report_columns")}
     (tmp_path / "bundle" / "manifest.json").write_text(json.dumps({**old, "bundle_format": 1}))
-    assert read_bundle(tmp_path / "bundle")[0]["bundle_format"] == 1
+    assert read_manifest(tmp_path / "bundle")[0]["bundle_format"] == 1
     with pytest.raises(TableError, match="has no tables; export it again"):
         read_tables(tmp_path / "bundle")
     assert import_bundle(tmp_path / "bundle", f"sqlite:///{tmp_path / 'b' / 'mlflow.db'}")["imported"] == 2
 
 
 def test_the_stability_table_gives_back_its_findings_only_for_the_runs_it_covered():
-    from topicbench.tasks.bundle_tables import findings_from_table, stability_table
-    from topicbench.tasks.report.stability import StabilityFindings, UnreadableRun
+    from topicbench.tasks.results.bundle_tables import findings_from_table, stability_table
+    from topicbench.tasks.results.stability import StabilityFindings, UnreadableRun
 
     runs = pd.DataFrame({"corpus": ["c"] * 5, "model": ["a", "a", "b", "b", "d"], "seed": [0, 1, 0, 1, 0],
                          "run_key": ["a0", "a1", "b0", "b1", "d0"], "run_id": ["r1", "r2", "r3", "r4", "r5"],

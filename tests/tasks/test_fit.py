@@ -9,7 +9,7 @@ import pytest
 from topicbench.baselines.registry import MODELS
 from topicbench.core.output import PROBABILITY_TOLERANCE
 from topicbench.core.validation import InputError
-from topicbench.tasks.fit import FitResult, fit_model
+from topicbench.tasks.run.fit import FitResult, fit_model
 
 
 def test_fit_model_returns_the_output_the_resolved_values_and_heldout_topics(make_random_corpus):

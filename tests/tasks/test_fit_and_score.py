@@ -17,9 +17,9 @@ import scipy.sparse as sp
 from topicbench.core.metrics.scoring import score
 from topicbench.core.output import TopicModelOutput
 from topicbench.core.topic_word import ConstantPlusSparse
-from topicbench.tasks import metrics as metric_tasks
-from topicbench.tasks.artifacts import TOPIC_DOCUMENTS, TOPIC_SCORES, ArtifactFolder, topic_documents
-from topicbench.tasks.fit import ScoredFit, fit_and_score, fit_model
+from topicbench.tasks.run import metric_context as metric_tasks
+from topicbench.tasks.store.artifacts import TOPIC_DOCUMENTS, TOPIC_SCORES, ArtifactFolder, topic_documents
+from topicbench.tasks.run.fit import ScoredFit, fit_and_score, fit_model
 
 METRICS = ("umass", "npmi", "topic_diversity", "log_likelihood_own", "log_likelihood_randk", "perplexity")
 ELDA = {"kappa": 2.0, "generator": "raw_umass", "top_words": 5}

@@ -6,8 +6,8 @@ import logging
 
 import pytest
 
-from topicbench.tasks.fit import fit_model
-from topicbench.tasks.progress import ThrottledProgressLog, fit_progress, listening
+from topicbench.tasks.run.fit import fit_model
+from topicbench.tasks.run.progress import ThrottledProgressLog, fit_progress, listening
 
 from progress_listener import Recorder
 
@@ -53,7 +53,7 @@ def test_a_fit_task_reports_to_the_listener_of_its_process(make_random_corpus):
 
 
 def test_without_a_listener_the_fit_logs_through_its_logger(caplog):
-    with caplog.at_level(logging.INFO, logger="topicbench.tasks.progress"):
+    with caplog.at_level(logging.INFO, logger="topicbench.tasks.run.progress"):
         with fit_progress("m@c seed 0") as on_progress:
             on_progress(5, 5, 1.0)
-    assert [r.getMessage() for r in caplog.records if r.name == "topicbench.tasks.progress"] == ["m@c seed 0: 5/5 (100%), loss 1"]
+    assert [r.getMessage() for r in caplog.records if r.name == "topicbench.tasks.run.progress"] == ["m@c seed 0: 5/5 (100%), loss 1"]

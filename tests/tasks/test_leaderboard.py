@@ -15,15 +15,15 @@ import pandas as pd
 import pytest
 
 from topicbench.core.validation import InputError
-from topicbench.flows.cli import main
-from topicbench.tasks.bundle_tables import write_tables
-from topicbench.tasks.leaderboard import (
+from topicbench.flows.cli.main import main
+from topicbench.tasks.results.bundle_tables import write_tables
+from topicbench.tasks.leaderboard.ranking import (
     LeaderboardError,
     bootstrap_intervals,
     build_leaderboard,
-    read_bundle,
+    load_bundle,
 )
-from topicbench.tasks.leaderboard_render import render_markdown
+from topicbench.tasks.leaderboard.render import render_markdown
 
 
 def write_bundle(folder, scores: dict, *, experiment="bench", fingerprint="f" * 64, preprocessing=None,
@@ -80,7 +80,7 @@ def test_a_mean_s_interval_and_a_rank_s_interval_over_seeds():
 def test_each_dataset_ranks_in_each_metric_s_direction(tmp_path):
     scores = {("toy", "good"): {"npmi@10": [0.30, 0.31, 0.32], "perplexity": [900, 910, 920]},
               ("toy", "bad"): {"npmi@10": [0.01, 0.02, 0.03], "perplexity": [500, 510, 520]}}
-    bundle = read_bundle(write_bundle(tmp_path / "b", scores))
+    bundle = load_bundle(write_bundle(tmp_path / "b", scores))
     board = build_leaderboard([bundle]).datasets[0]
     assert [entry.model for entry in board.entries] == ["good", "bad"]
     assert board.entries[0].scores["npmi@10"].mean == pytest.approx(0.31)
@@ -93,7 +93,7 @@ def test_each_dataset_ranks_in_each_metric_s_direction(tmp_path):
 def test_only_finished_fits_rank(tmp_path):
     scores = {("toy", "m"): {"npmi@10": [0.1, 0.2, 0.9]}, ("toy", "n"): {"npmi@10": [0.3, 0.3, 0.3]}}
     folder = write_bundle(tmp_path / "b", scores, statuses={("toy", "m", 2): "FAILED"})
-    entry = next(e for e in build_leaderboard([read_bundle(folder)]).datasets[0].entries if e.model == "m")
+    entry = next(e for e in build_leaderboard([load_bundle(folder)]).datasets[0].entries if e.model == "m")
     assert entry.seeds == (0, 1) and entry.scores["npmi@10"].mean == pytest.approx(0.15)
 
 
@@ -102,7 +102,7 @@ def test_fits_of_other_data_or_preprocessing_are_never_ranked_together(tmp_path,
     first = write_bundle(tmp_path / "first", {("toy", "m"): {"npmi@10": [0.1, 0.2]}}, experiment="first")
     other = {"fingerprint": "e" * 64} if differs == "fingerprint" else {"preprocessing": {"lowercase": False}}
     second = write_bundle(tmp_path / "second", {("toy", "n"): {"npmi@10": [0.5, 0.6]}}, experiment="second", **other)
-    leaderboard = build_leaderboard([read_bundle(first), read_bundle(second)])
+    leaderboard = build_leaderboard([load_bundle(first), load_bundle(second)])
     assert [entry.model for entry in leaderboard.datasets[0].entries] == ["m"]
     assert leaderboard.datasets[0].fingerprint == "f" * 64
     (line,) = leaderboard.set_aside
@@ -111,7 +111,7 @@ def test_fits_of_other_data_or_preprocessing_are_never_ranked_together(tmp_path,
 
 
 def test_a_bundle_named_twice_or_a_metric_no_fit_has_is_refused(tmp_path):
-    bundle = read_bundle(write_bundle(tmp_path / "b", {("toy", "m"): {"npmi@10": [0.1, 0.2]}}))
+    bundle = load_bundle(write_bundle(tmp_path / "b", {("toy", "m"): {"npmi@10": [0.1, 0.2]}}))
     with pytest.raises(LeaderboardError, match="in more than one of the bundles given .*bench.*: name each bundle once"):
         build_leaderboard([bundle, bundle])
     with pytest.raises(LeaderboardError, match="--metric cv@10: no ranked fit of these bundles has it; .* npmi@10"):
@@ -121,14 +121,14 @@ def test_a_bundle_named_twice_or_a_metric_no_fit_has_is_refused(tmp_path):
 def test_one_model_name_in_two_bundles_is_told_apart(tmp_path):
     first = write_bundle(tmp_path / "first", {("toy", "lda"): {"npmi@10": [0.1, 0.2]}}, experiment="first")
     second = write_bundle(tmp_path / "second", {("toy", "lda"): {"npmi@10": [0.3, 0.4]}}, experiment="second")
-    board = build_leaderboard([read_bundle(first), read_bundle(second)]).datasets[0]
+    board = build_leaderboard([load_bundle(first), load_bundle(second)]).datasets[0]
     assert [entry.model for entry in board.entries] == ["lda (second)", "lda (first)"]
 
 
 def test_the_page_cautions_on_k_and_on_an_uncalibrated_judge(tmp_path):
     scores = {("toy", model): {"npmi@10": [0.1, 0.2], "llm_rating": [2.0, 2.5]} for model in ("few", "many")}
     folder = write_bundle(tmp_path / "b", scores, topics={"few": 8.0}, judge={"model": "smollm2", "calibration": None})
-    leaderboard = build_leaderboard([read_bundle(folder)])
+    leaderboard = build_leaderboard([load_bundle(folder)])
     assert leaderboard.headline == (("npmi@10", True), ("llm_rating", True))
     entries = {entry.model: entry for entry in leaderboard.datasets[0].entries}
     assert (entries["few"].num_topics, entries["few"].topics, entries["many"].num_topics) == ("8 used (of 20)", 8.0, "20")
@@ -142,7 +142,7 @@ def test_the_page_states_a_document_level_calibration_beside_a_missing_word_leve
     documents = {"topics": 24, "judge": {"fit": {"tau": 0.31, "se": 0.13}, "rank": {"tau": -0.05}}}
     folder = write_bundle(tmp_path / "b", scores, judge={"model": "qwen", "calibration": None,
                                                          "document_calibration": documents})
-    markdown = render_markdown(build_leaderboard([read_bundle(folder)]), with_diagram=False)
+    markdown = render_markdown(build_leaderboard([load_bundle(folder)]), with_diagram=False)
     assert ("judged by qwen; word lists not calibrated against people; document-level calibration on ProxAnn's "
             "study (24 topics), topic-ranking agreement with people: llm_fit: τ = +0.31 (SE 0.13).") in markdown
     assert "not calibrated against people: read its scores" not in markdown
@@ -154,7 +154,7 @@ def _five_datasets(tmp_path):
              "d5": (0.3, 0.2, 0.1)}
     scores = {(corpus, model): {"npmi@10": [mean - 0.01, mean + 0.01]}
               for corpus, row in means.items() for model, mean in zip(("a", "b", "c"), row)}
-    return read_bundle(write_bundle(tmp_path / "b", scores)), means
+    return load_bundle(write_bundle(tmp_path / "b", scores)), means
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # autorank's unused effect sizes, in the direct call
@@ -178,7 +178,7 @@ def test_the_cross_dataset_ranking_is_autorank_s_friedman_nemenyi(tmp_path):
 
 def test_too_few_blocks_for_a_test_says_so_and_still_ranks(tmp_path):
     scores = {("toy", model): {"npmi@10": [v, v + 0.01]} for model, v in (("a", 0.3), ("b", 0.1))}
-    cross = build_leaderboard([read_bundle(write_bundle(tmp_path / "b", scores))]).cross
+    cross = build_leaderboard([load_bundle(write_bundle(tmp_path / "b", scores))]).cross
     assert cross.result is None and "at least 5" in cross.reason and cross.mean_ranks == {"a": 1.0, "b": 2.0}
 
 
@@ -187,9 +187,9 @@ def test_a_bundle_without_tables_is_refused_with_the_fix(tmp_path):
     (tmp_path / "old" / "manifest.json").write_text(json.dumps({"bundle_format": 1, "experiment": "old"}))
     (tmp_path / "old" / "runs.jsonl").write_text("")
     with pytest.raises(LeaderboardError, match="bundle format 1 has no tables; export it again"):
-        read_bundle(tmp_path / "old")
+        load_bundle(tmp_path / "old")
     with pytest.raises(InputError, match="not a readable result bundle"):
-        read_bundle(tmp_path / "absent")
+        load_bundle(tmp_path / "absent")
 
 
 def test_the_command_writes_the_page_and_refuses_a_metric_without_a_direction(tmp_path, capsys):

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from topicbench.tasks.leaderboard import build_leaderboard, read_bundle
-from topicbench.tasks.leaderboard_render import write_leaderboard
+from topicbench.tasks.leaderboard.ranking import build_leaderboard, load_bundle
+from topicbench.tasks.leaderboard.render import write_leaderboard
 
 from report_browser import CHROMIUM, open_page
 from test_leaderboard import write_bundle
@@ -37,7 +37,7 @@ def page_path(tmp_path):
               for corpus in ("toy", "other") for model, (npmi, _) in MODELS.items()}
     seconds = {model: fit_seconds for model, (_, fit_seconds) in MODELS.items()}
     folder = write_bundle(tmp_path / "bundle", scores, fit_seconds=seconds)
-    write_leaderboard(build_leaderboard([read_bundle(folder)]), tmp_path / "page")
+    write_leaderboard(build_leaderboard([load_bundle(folder)]), tmp_path / "page")
     return tmp_path / "page" / "leaderboard.html"
 
 

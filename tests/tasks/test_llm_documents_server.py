@@ -12,12 +12,12 @@ import math
 import pytest
 
 from servers import llm_server  # noqa: F401 (a fixture)
-from topicbench.core.elda import ELDA
+from topicbench.core.elda.model import ELDA
 from topicbench.core.io import load_corpus
 from topicbench.core.metrics.context import MetricContext, MetricInputs
 from topicbench.core.metrics.llm_judging import JudgeSettings
 from topicbench.core.metrics.scoring import score
-from topicbench.tasks.llm_judge import EndpointJudge, LLMEndpoint
+from topicbench.tasks.llm.judge import EndpointJudge, LLMEndpoint
 
 pytestmark = pytest.mark.slow
 

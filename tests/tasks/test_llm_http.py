@@ -1,5 +1,5 @@
 """Every exchange with an LLM endpoint ends by its deadline and reads a bounded body
-(``tasks/llm_http.py``), against fake endpoints that drip one byte a second or send 10 MB."""
+(``tasks/llm/http.py``), against fake endpoints that drip one byte a second or send 10 MB."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import time
 import pytest
 
 from llm_endpoints import Reply, completion, fake_endpoint
-from topicbench.tasks.llm_http import DeadlinePassed, ReplyTooLarge, exchange, new_session
+from topicbench.tasks.llm.http import DeadlinePassed, ReplyTooLarge, exchange, new_session
 
 
 def _post(server, seconds: float, limit: int = 1 << 20):

@@ -1,4 +1,4 @@
-"""Asking an OpenAI-compatible endpoint (``tasks/llm_judge.py``) against a scripted HTTP server on
+"""Asking an OpenAI-compatible endpoint (``tasks/llm/judge.py``) against a scripted HTTP server on
 127.0.0.1: retries with back-off on 429 and 5xx, one-line errors for a refused key, an unknown model
 or an endpoint that is gone, the cache (nothing asked twice, only answers kept), the token budget,
 deadlines against an endpoint that drips, the check's chat request, and the key never written
@@ -17,9 +17,16 @@ import pytest
 
 from llm_endpoints import MODEL, Reply, chats, completion, fake_endpoint
 from topicbench.core.metrics.llm_judging import JudgeRequest
-from topicbench.tasks.llm_judge import (
-    EndpointJudge, EndpointUnavailable, LLMEndpoint, LLMError, ReplyCache, check_endpoint, check_reply_cache,
-    request_key, usage_of,
+from topicbench.tasks.llm.judge import (
+    EndpointJudge,
+    EndpointUnavailable,
+    LLMEndpoint,
+    LLMError,
+    ReplyCache,
+    check_endpoint,
+    check_reply_cache,
+    request_key,
+    usage_of,
 )
 
 KEY = "sk-test-secret-0123456789"
@@ -98,7 +105,7 @@ def test_replies_are_asked_once_then_read_from_the_cache(server, endpoint):
 
 
 def test_rate_limits_and_server_errors_are_retried_with_back_off(server, endpoint, monkeypatch):
-    import topicbench.tasks.llm_judge as module
+    import topicbench.tasks.llm.judge as module
 
     slept = []
     monkeypatch.setattr(module.time, "sleep", slept.append)
@@ -109,7 +116,7 @@ def test_rate_limits_and_server_errors_are_retried_with_back_off(server, endpoin
 
 
 def test_an_endpoint_that_keeps_failing_stops_asking_with_one_line(server, endpoint, monkeypatch):
-    import topicbench.tasks.llm_judge as module
+    import topicbench.tasks.llm.judge as module
 
     monkeypatch.setattr(module.time, "sleep", lambda seconds: None)
     server.statuses[:] = [500] * 100
@@ -327,7 +334,7 @@ def test_excerpt_tokens_are_counted_by_the_endpoints_tokenizer_where_it_has_one(
 
 def test_the_document_settings_come_from_the_llm_block_and_a_too_small_context_is_refused():
     from topicbench.core.validation import InputError
-    from topicbench.tasks.llm_judge import llm_settings
+    from topicbench.tasks.llm.judge import llm_settings
 
     block = {"base_url": "http://127.0.0.1:1/v1", "model": MODEL, "document_topics": 3, "evaluation_documents": 4}
     _, judge = llm_settings(block)

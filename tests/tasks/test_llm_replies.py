@@ -1,4 +1,4 @@
-"""An endpoint's reply checked as data (``tasks/llm_replies.py``): every malformed reply is a
+"""An endpoint's reply checked as data (``tasks/llm/replies.py``): every malformed reply is a
 non-answer that says why, never an exception; token counts are never below what was sent and
 received nor absurd; a key the reply echoes is gone."""
 
@@ -12,8 +12,12 @@ import pytest
 from llm_endpoints import completion
 from topicbench.core.metrics.llm_judging import JudgeRequest
 from topicbench.core.redaction import keep_secret
-from topicbench.tasks.llm_replies import (
-    CHARS_PER_TOKEN_AT_MOST, UNSEEN_TOKENS, cached_reply, counted_tokens, read_completion,
+from topicbench.tasks.llm.replies import (
+    CHARS_PER_TOKEN_AT_MOST,
+    UNSEEN_TOKENS,
+    cached_reply,
+    counted_tokens,
+    read_completion,
 )
 
 RATING = JudgeRequest("rating", (("system", "rate these words from 1 to 3"), ("user", "tax, budget, cut")), max_tokens=5)

@@ -1,4 +1,4 @@
-"""tasks/metrics.py through ``.fn``: the task builds the context once per corpus and calls
+"""tasks/run/metric_context.py through ``.fn``: the task builds the context once per corpus and calls
 core's ``score``, nothing more."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import numpy as np
 from topicbench.core.metrics.scoring import Scores, score
 from topicbench.core.output import TopicModelOutput
 from topicbench.core.preprocess import corpus_from_token_lists
-from topicbench.tasks import metrics as metric_tasks
+from topicbench.tasks.run import metric_context as metric_tasks
 
 
 def _corpus():

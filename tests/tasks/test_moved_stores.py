@@ -7,9 +7,9 @@ import shutil
 
 from mlflow.tracking import MlflowClient
 
-from topicbench.tasks.moved_stores import MOVED_FROM_TAG, follow_moved_store
-from topicbench.tasks.store_checks import check_tracking_uri
-from topicbench.tasks.tracking import Tracker
+from topicbench.tasks.store.moved import MOVED_FROM_TAG, follow_moved_store
+from topicbench.tasks.store.checks import check_tracking_uri
+from topicbench.tasks.store.tracking import Tracker
 
 
 def _store(folder):
@@ -31,7 +31,7 @@ def test_a_copied_store_reads_and_writes_its_own_artifacts(tmp_path, caplog):
     shutil.copytree(tmp_path / "first", tmp_path / "copy", ignore=shutil.ignore_patterns("*.lock"))
     shutil.rmtree(tmp_path / "first")
     uri = f"sqlite:///{tmp_path / 'copy' / 'mlflow.db'}"
-    with caplog.at_level(logging.INFO, logger="topicbench.tasks.moved_stores"):
+    with caplog.at_level(logging.INFO, logger="topicbench.tasks.store.moved"):
         check_tracking_uri(uri)  # what every command opens a store with
     (line,) = [record.getMessage() for record in caplog.records]
     assert "was copied or moved: experiment 'moving' now keeps its artifacts beside it" in line
@@ -66,7 +66,7 @@ def test_a_store_copied_without_its_artifacts_says_which_folder_to_copy_where(tm
     shutil.copy(tmp_path / "first" / "mlflow.db", tmp_path / "copy" / "mlflow.db")
     original = _files(tmp_path / "first")
     uri = f"sqlite:///{tmp_path / 'copy' / 'mlflow.db'}"
-    with caplog.at_level(logging.WARNING, logger="topicbench.tasks.moved_stores"):
+    with caplog.at_level(logging.WARNING, logger="topicbench.tasks.store.moved"):
         follow_moved_store(tmp_path / "copy" / "mlflow.db")
         follow_moved_store(tmp_path / "copy" / "mlflow.db")  # named once a process
     (line,) = [record.getMessage() for record in caplog.records]

@@ -16,8 +16,8 @@ from mlflow.tracking import MlflowClient
 
 from topicbench.core.metrics.llm_judging import JudgeSettings
 from topicbench.core.proxann_data import ProxAnnRelease, StudyInputs
-from topicbench.tasks.calibration_runs import latest_proxann_calibration, people_tau
-from topicbench.tasks.run_claims import FIT_ROLE, PARENT_ROLE, ROLE_TAG
+from topicbench.tasks.results.calibration_runs import latest_proxann_calibration, people_tau
+from topicbench.tasks.store.claims import FIT_ROLE, PARENT_ROLE, ROLE_TAG
 
 EXPERIMENT, JUDGE = "documents-test", "toy-model"
 THETA = (0.9, 0.6, 0.3, 0.1)
@@ -70,14 +70,14 @@ def calibrated(tmp_path_factory):
     """A store of judged runs whose judge has a document-level calibration, tracked by the
     command's own flow (once for the module: its traces, which no test here reads, are not written)."""
     from topicbench.flows.judge_proxann import calibrate_proxann
-    from topicbench.tasks.llm_endpoint import LLMEndpoint
+    from topicbench.tasks.llm.endpoint import LLMEndpoint
 
     folder = tmp_path_factory.mktemp("calibrated")
     uri = f"sqlite:///{folder / 'mlflow.db'}"
     settings = JudgeSettings(exemplar_documents=1, evaluation_documents=4, rating_samples=1)
     with pytest.MonkeyPatch.context() as patch, fake_endpoint(_chat) as server:
         patch.setenv("TOPICBENCH_LLM_CACHE", str(folder / "llm-cache.sqlite"))
-        patch.setattr("topicbench.tasks.llm_traces.log_traces", lambda *args, **kwargs: None)
+        patch.setattr("topicbench.tasks.store.traces.log_traces", lambda *args, **kwargs: None)
         endpoint = LLMEndpoint(base_url=server.url, model=JUDGE, concurrency=2, timeout=10, retries=0)
         calibration = calibrate_proxann(endpoint, settings, _release(), tracking_uri=uri)
     _judged_runs(uri, folder)
@@ -185,8 +185,8 @@ def test_peoples_tau_is_read_from_the_runs_metrics_and_an_answer_without_them_is
 
 def test_a_bundle_keeps_the_document_level_calibration_for_its_report(calibrated):
     from topicbench.flows.report import report_from
-    from topicbench.tasks.bundle import export_bundle
-    from topicbench.tasks.bundle_source import BundleSource
+    from topicbench.tasks.results.bundle import export_bundle
+    from topicbench.tasks.results.bundle_source import BundleSource
 
     uri, calibration, folder = calibrated
     manifest = export_bundle(uri, EXPERIMENT, folder / "bundle")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from topicbench.tasks.report.store import collect_runs
+from topicbench.tasks.results.store import collect_runs
 
 EXPERIMENT = "attempts-test"
 
@@ -57,7 +57,7 @@ def test_runs_without_a_run_key_are_not_merged(store):
 def test_a_fits_topics_carry_the_documents_it_logged_without_reading_its_matrices(store, tmp_path, monkeypatch):
     import json
 
-    from topicbench.tasks.report import store as report
+    from topicbench.tasks.results import store as report
 
     _, client, _ = store
     run_id = _attempt(store, "lda", "RUNNING", 1)

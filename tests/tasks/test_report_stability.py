@@ -12,11 +12,12 @@ import pytest
 
 from topicbench.core.output import TopicModelOutput
 from topicbench.core.topic_word import ConstantPlusSparse
-from topicbench.tasks.artifacts import write_output_artifacts
-from topicbench.tasks.report.store import collect_runs
+from topicbench.tasks.store.artifacts import write_output_artifacts
+from topicbench.tasks.results.store import collect_runs
 from topicbench.tasks.report.render import html_table, render_html, render_markdown
 from topicbench.tasks.report.sections import ReportData, build_report
-from topicbench.tasks.report.stability import collect_stability, model_stability, stability_tables
+from topicbench.tasks.report.stability import stability_tables
+from topicbench.tasks.results.stability import collect_stability, model_stability
 
 VOCABULARY = tuple("tax budget war troops school teacher health doctor vote bill law court".split())
 EXPERIMENT = "stability-test"
@@ -116,7 +117,7 @@ def test_tables_follow_the_configs_order_and_a_report_without_findings_has_no_se
            "jensen_shannon_chance": 0.3, "top_words_mean": 0.6, "top_words_sd": np.nan,
            "top_words_share_mean": 0.5, "top_words_share_sd": np.nan, "top_words_chance": 0.01}
     table = pd.DataFrame([{"corpus": c, "model": m, **row} for c in ("c1", "c2") for m in ("a", "b")])
-    from topicbench.tasks.report.stability import StabilityFindings
+    from topicbench.tasks.results.stability import StabilityFindings
 
     tables = stability_tables(StabilityFindings(table), corpora=["c2", "c1"], models=["b", "a"])
     assert [t.title for t in tables] == ["c2", "c1"] and list(tables[0].cells.model) == ["b", "a"]
@@ -141,7 +142,7 @@ def test_stability_found_once_is_kept_with_the_runs_and_read_back_without_their_
 
     from mlflow.tracking import MlflowClient
 
-    from topicbench.tasks.report import stability
+    from topicbench.tasks.results import stability
 
     uri, _ = store
     runs = collect_runs(uri, EXPERIMENT)

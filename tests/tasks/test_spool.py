@@ -10,11 +10,18 @@ from pathlib import Path
 
 import pytest
 
-from topicbench.tasks.artifacts import ArtifactFolder
-from topicbench.tasks.fit import OutputSummary, ScoredFit
-from topicbench.tasks.fit_record import FitRecord
-from topicbench.tasks.spool import (
-    MAX_RECORD_BYTES, SPOOL_VARIABLE, Spool, SpooledFit, UnusableEntry, spool_root, store_name, this_version,
+from topicbench.tasks.store.artifacts import ArtifactFolder
+from topicbench.tasks.run.fit import OutputSummary, ScoredFit
+from topicbench.tasks.store.fit_record import FitRecord
+from topicbench.tasks.store.spool import (
+    MAX_RECORD_BYTES,
+    SPOOL_VARIABLE,
+    Spool,
+    SpooledFit,
+    UnusableEntry,
+    spool_root,
+    store_name,
+    this_version,
 )
 
 

@@ -1,0 +1,386 @@
+"""The leaderboard: result bundles -> models ranked per dataset and across datasets.
+
+:func:`load_bundle` reads a bundle's tables; :func:`build_leaderboard`, a pure function of them,
+returns a :class:`Leaderboard`; :mod:`topicbench.tasks.leaderboard.render` writes it as HTML and
+Markdown.
+
+The rules it applies, each stated on the page:
+
+- **What ranks.** Only FINISHED fits. Each dataset is ranked in one version: the fingerprint and
+  preprocessing of the first bundle that holds it. A fit of that dataset with another fingerprint
+  or preprocessing is never ranked with the others (one line says which bundle and why).
+- **Headline metrics.** Of :data:`HEADLINE_KEYS`, those that some ranked fit was scored on (or
+  the ones asked for); each ranks in its metric's own direction, from the metric registry.
+- **Per dataset.** A model's score is its mean over seeds, with a percentile bootstrap interval
+  over seeds (:data:`BOOTSTRAP_RESAMPLES` resamples, :data:`CONFIDENCE`); its rank has an
+  interval too: the models' seeds are resampled together and the models re-ranked each time.
+- **Across datasets.** Friedman's test and Nemenyi's critical difference (autorank, Demšar 2006)
+  over blocks, one a (dataset, headline metric) pair, of the models' mean scores (signed so that
+  higher is better): only the ranks within each block matter, so metrics on different scales
+  can share a test. Blocks on one dataset share its corpus, so the test is a guide, not a proof.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from topicbench.core.validation import InputError
+
+from topicbench.tasks.report.render import format_number
+from topicbench.tasks.report.tables import higher_is_better
+
+#: The headline metrics, in the order the page shows them: coherence against the reference corpus
+#: (NPMI, C_V) and topic diversity at N = 10, and an LLM's judgments where a bundle has them.
+HEADLINE_KEYS = ("npmi@10", "cv@10", "topic_diversity@10", "llm_rating", "llm_intrusion")
+CONFIDENCE = 0.95
+BOOTSTRAP_RESAMPLES = 10_000
+#: The bootstrap's seed: the same bundles give the same page.
+BOOTSTRAP_SEED = 0
+#: Family-wise significance level of Friedman's test and Nemenyi's critical difference.
+ALPHA = 0.05
+#: autorank's least number of blocks (rows) for a test.
+MIN_BLOCKS = 5
+RUN_COLUMNS = ("run_id", "corpus", "model", "model_class", "seed", "status", "num_topics_used", "num_topics",
+               "settings", "preprocessing", "corpus_fingerprint", "corpus_source", "fit_seconds", "peak_memory_mb")
+SCORE_COLUMNS = ("run_id", "score", "value")
+
+
+class LeaderboardError(InputError):
+    """Bundles that cannot be ranked: the message names the bundle, the problem and the fix."""
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """One bundle's manifest and tables (``runs``: one row a run; ``scores``: one row a score)."""
+
+    folder: str
+    manifest: dict
+    runs: pd.DataFrame
+    scores: pd.DataFrame
+
+    @property
+    def name(self) -> str:
+        return str(self.manifest.get("experiment") or Path(self.folder).name)
+
+
+def load_bundle(folder) -> Bundle:
+    """The manifest and the runs and scores tables of the bundle in ``folder`` (format 2 or later),
+    read and checked by :func:`topicbench.tasks.results.bundle_tables.read_tables`."""
+    from topicbench.tasks.results.bundle import read_manifest
+    from topicbench.tasks.results.bundle_tables import read_tables
+
+    manifest, _ = read_manifest(folder)
+    if not manifest.get("tables"):
+        raise LeaderboardError(f"{folder}: bundle format {manifest.get('bundle_format')!r} has no tables; export it "
+                               "again with this topicbench (`topicbench import` it, then `topicbench export`)")
+    tables = read_tables(folder)
+    return Bundle(str(folder), manifest, tables["runs"], tables["scores"])
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A mean over ``n`` seeds and its bootstrap interval (NaN bounds on one seed)."""
+
+    mean: float
+    low: float
+    high: float
+    n: int
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One model on one dataset: its scores and ranks (score key -> :class:`Interval`) and record."""
+
+    model: str
+    bundle: str
+    model_class: str
+    seeds: tuple
+    num_topics: str
+    topics: float
+    settings: dict
+    fit_seconds: float
+    peak_memory_mb: float
+    scores: dict
+    ranks: dict
+
+
+@dataclass(frozen=True)
+class DatasetBoard:
+    """The models on one dataset, best first by the first headline metric they have."""
+
+    corpus: str
+    fingerprint: str
+    source: str
+    preprocessing: dict
+    entries: tuple
+
+
+@dataclass(frozen=True)
+class CrossRanking:
+    """Models ranked across datasets: blocks (corpus, key), each model's rank in each block
+    (``block_ranks``: model -> ranks in the order of ``blocks``; ties share the mean rank), their
+    mean (``mean_ranks``, best first) and autorank's result (None where there is no test:
+    ``reason`` says why), and who is left out and why."""
+
+    blocks: tuple
+    block_ranks: dict
+    mean_ranks: dict
+    result: object
+    reason: str | None
+    left_out: tuple
+
+
+@dataclass(frozen=True)
+class Leaderboard:
+    """Everything the page shows; ``headline`` is ((key, higher is better), ...)."""
+
+    bundles: tuple
+    headline: tuple
+    datasets: tuple
+    cross: CrossRanking
+    set_aside: tuple
+    judges: tuple
+
+
+def build_leaderboard(bundles, metrics=None) -> Leaderboard:
+    """The leaderboard of ``bundles`` (:class:`Bundle`), ranked on ``metrics`` (score keys;
+    default: :data:`HEADLINE_KEYS` that the bundles scored)."""
+    if not bundles:
+        raise LeaderboardError("no bundle given; name at least one bundle folder")
+    runs, scores, set_aside, versions = _ranked_runs(bundles)
+    if runs.empty:
+        raise LeaderboardError("no FINISHED fit in " + ", ".join(b.folder for b in bundles)
+                               + ": nothing to rank; export a benchmark whose fits finished")
+    table = runs.merge(scores, on="run_id", how="left")
+    headline = _headline(metrics, set(table["score"].dropna()))
+    datasets = tuple(_dataset_board(corpus, runs[runs.corpus == corpus], table[table.corpus == corpus],
+                                    headline, versions[corpus]) for corpus in sorted(versions))
+    return Leaderboard(tuple(bundles), headline, datasets, cross_ranking(datasets, headline), tuple(set_aside),
+                       judges(bundles))
+
+
+def _headline(metrics, scored: set) -> tuple:
+    keys = list(dict.fromkeys(metrics)) if metrics else [key for key in HEADLINE_KEYS if key in scored]
+    for key in keys:
+        if higher_is_better(key) is None:
+            raise LeaderboardError(f"{key!r} is not a metric's score key with a direction (e.g. npmi@10); "
+                                   "`topicbench metrics list` lists them")
+        if key not in scored:
+            raise LeaderboardError(f"--metric {key}: no ranked fit of these bundles has it; the bundles scored "
+                                   f"{', '.join(sorted(scored)) or 'nothing'}")
+    if not keys:
+        raise LeaderboardError(f"the bundles have none of the headline metrics ({', '.join(HEADLINE_KEYS)}); "
+                               "name the metrics to rank on with --metric")
+    return tuple((key, higher_is_better(key)) for key in keys)
+
+
+def _canonical(value) -> str:
+    """A JSON string or mapping as canonical JSON (keys sorted), so equal settings compare equal."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return value
+    return json.dumps(value, sort_keys=True)
+
+
+def _ranked_runs(bundles):
+    """The FINISHED fits that rank, labelled with their model's leaderboard name; the lines saying
+    what was set aside; and each dataset's version (fingerprint, source, preprocessing)."""
+    versions, kept, scores, set_aside = {}, [], [], []
+    for bundle in bundles:
+        runs = bundle.runs[(bundle.runs.status == "FINISHED") & bundle.runs.corpus.notna() & bundle.runs.model.notna()]
+        for corpus, on_corpus in runs.groupby("corpus", sort=True):
+            # the version a dataset ranks in: its first bundle's (most of its fits', were they to differ)
+            preprocessing = on_corpus.preprocessing.map(_canonical)
+            reference = versions.setdefault(corpus, (on_corpus.corpus_fingerprint.mode().iloc[0],
+                                                     on_corpus.corpus_source.iloc[0], preprocessing.mode().iloc[0],
+                                                     bundle.name))
+            same = ((on_corpus.corpus_fingerprint == reference[0])
+                    & (preprocessing == reference[2]))
+            if (~same).any():
+                set_aside.append(_set_aside_line(bundle.name, corpus, on_corpus[~same], reference))
+            kept.append(on_corpus[same].assign(bundle=bundle.name))
+        scores.append(bundle.scores[list(SCORE_COLUMNS)])
+    runs = pd.concat(kept, ignore_index=True) if kept else pd.DataFrame(columns=[*RUN_COLUMNS, "bundle"])
+    twice = runs[runs.run_id.duplicated(keep=False)]
+    if not twice.empty:
+        raise LeaderboardError(f"run {twice.run_id.iloc[0]} is in more than one of the bundles given (of "
+                               f"experiment {', '.join(sorted(set(twice.bundle)))}): name each bundle once")
+    runs["entry"] = _entry_names(runs)
+    return runs, pd.concat(scores, ignore_index=True), set_aside, versions
+
+
+def _set_aside_line(bundle: str, corpus: str, runs: pd.DataFrame, reference) -> str:
+    fingerprints = sorted(set(runs.corpus_fingerprint) - {reference[0]})
+    if fingerprints:
+        why = (f"fingerprint {', '.join(f[:12] for f in fingerprints)} where the leaderboard's {corpus} is "
+               f"{reference[0][:12]} (bundle {reference[3]})")
+    else:
+        why = f"preprocessing other than the leaderboard's {corpus} (bundle {reference[3]})"
+    return (f"{len(runs)} fits of {corpus} in bundle {bundle} are not ranked with the others: made with {why}; "
+            "different data or preprocessing are never ranked together")
+
+
+def _entry_names(runs: pd.DataFrame) -> pd.Series:
+    """Each run's model as the leaderboard names it: the model, or "model (bundle)" where two
+    bundles hold a model of that name."""
+    if runs.empty:
+        return pd.Series([], dtype=object)
+    shared = runs.groupby("model").bundle.nunique()
+    return runs.apply(lambda run: run.model if shared[run.model] == 1 else f"{run.model} ({run.bundle})", axis=1)
+
+
+def bootstrap_intervals(samples: dict, higher: bool, *, resamples: int = BOOTSTRAP_RESAMPLES,
+                        seed: int = BOOTSTRAP_SEED) -> tuple[dict, dict]:
+    """Each model's mean score and rank over its seeds, with percentile bootstrap intervals.
+
+    Parameters
+    ----------
+    samples : dict
+        model -> its scores, one a seed.
+    higher : bool
+        Whether a higher score is better (rank 1 is the best).
+
+    Returns
+    -------
+    scores, ranks : dict
+        model -> :class:`Interval`. The seeds of every model with two or more are resampled
+        together (scipy's bootstrap, unpaired) and the models re-ranked each time; a model with one
+        seed keeps its one value (and has no score interval).
+    """
+    models = list(samples)
+    values = [np.asarray(samples[m], dtype=float) for m in models]
+    means = np.array([v.mean() for v in values])
+    point_ranks = stats.rankdata(-means if higher else means, method="min")
+    varying = [i for i, v in enumerate(values) if len(v) >= 2]
+    low = np.full(2 * len(models), np.nan)
+    high = np.full(2 * len(models), np.nan)
+    if varying:
+        def statistic(*resampled, axis=-1):
+            drawn = [np.asarray(means[i], dtype=float) for i in range(len(models))]
+            for i, sample in zip(varying, resampled):
+                drawn[i] = sample.mean(axis=axis)
+            drawn = np.stack(np.broadcast_arrays(*drawn), axis=0)
+            return np.concatenate([drawn, stats.rankdata(-drawn if higher else drawn, axis=0, method="min")])
+
+        found = stats.bootstrap([values[i] for i in varying], statistic, vectorized=True, paired=False,
+                                n_resamples=resamples, confidence_level=CONFIDENCE, method="percentile",
+                                rng=np.random.default_rng(seed))
+        low, high = found.confidence_interval.low, found.confidence_interval.high
+    count = len(models)
+    score = {m: Interval(float(means[i]), *((float(low[i]), float(high[i])) if len(values[i]) >= 2 else (np.nan, np.nan)),
+                         len(values[i])) for i, m in enumerate(models)}
+    rank = {m: Interval(float(point_ranks[i]), float(low[count + i]) if varying else float(point_ranks[i]),
+                        float(high[count + i]) if varying else float(point_ranks[i]), len(values[i]))
+            for i, m in enumerate(models)}
+    return score, rank
+
+
+def _dataset_board(corpus: str, runs: pd.DataFrame, table: pd.DataFrame, headline, version) -> DatasetBoard:
+    scores, ranks = {}, {}
+    for key, higher in headline:
+        scored = table[table.score == key].dropna(subset=["value"])
+        samples = {entry: group.value.to_numpy() for entry, group in scored.groupby("entry", sort=True)}
+        if samples:
+            scores[key], ranks[key] = bootstrap_intervals(samples, higher)
+    entries = [_entry(name, fits, {k: v[name] for k, v in scores.items() if name in v},
+                      {k: v[name] for k, v in ranks.items() if name in v})
+               for name, fits in runs.groupby("entry", sort=True)]
+    order = [key for key, _ in headline]
+
+    def sort_key(entry: Entry):
+        first = next((key for key in order if key in entry.ranks), None)
+        return (order.index(first) if first else len(order), entry.ranks[first].mean if first else 0, entry.model)
+
+    return DatasetBoard(corpus, version[0], str(version[1]), json.loads(version[2]) if version[2].startswith("{") else {},
+                        tuple(sorted(entries, key=sort_key)))
+
+
+def _entry(name: str, fits: pd.DataFrame, scores: dict, ranks: dict) -> Entry:
+    first = fits.iloc[0]
+    used = pd.to_numeric(fits.num_topics_used, errors="coerce").dropna()
+    asked = pd.to_numeric(pd.Series([first.num_topics]), errors="coerce").iloc[0]  # None where the model chose K
+    if used.empty or (used == asked).all():
+        topics, num_topics = asked, ("—" if pd.isna(asked) else plain_number(asked))
+    else:
+        topics = used.mean()
+        num_topics = f"{plain_number(topics)} used" + ("" if pd.isna(asked) else f" (of {plain_number(asked)})")
+    settings = json.loads(_canonical(first.settings)) if isinstance(first.settings, str) else {}
+    return Entry(name, first.bundle, str(first.model_class), tuple(sorted(int(s) for s in fits.seed)), num_topics,
+                 float(topics), settings if isinstance(settings, dict) else {},
+                 float(pd.to_numeric(fits.fit_seconds).mean()), float(pd.to_numeric(fits.peak_memory_mb).mean()),
+                 scores, ranks)
+
+
+def plain_number(value: float) -> str:
+    """A count or a rank as a reader reads it: whole where it is (100), else 3 digits (22.3, 1.50)."""
+    return str(int(value)) if float(value).is_integer() else format_number(value, 3)
+
+
+def cross_ranking(datasets, headline) -> CrossRanking:
+    """Friedman/Nemenyi (autorank) over (dataset, headline metric) blocks of the models that have a
+    score in every block; a model that lacks one is left out, with the block it lacks."""
+    blocks, columns = [], {}
+    for board in datasets:
+        for key, higher in headline:
+            values = {e.model: e.scores[key].mean * (1 if higher else -1) for e in board.entries if key in e.scores}
+            if values:
+                blocks.append((board.corpus, key))
+                for model, value in values.items():
+                    columns.setdefault(model, {})[(board.corpus, key)] = value
+    left_out = tuple(_left_out(columns, blocks))
+    data = pd.DataFrame({m: [got[b] for b in blocks] for m, got in columns.items() if len(got) == len(blocks)})
+    ranks = data.rank(axis=1, ascending=False)  # as Friedman's test ranks each block: ties share their mean
+    mean_ranks = ranks.mean().sort_values().to_dict() if not data.empty else {}
+    block_ranks = {model: tuple(ranks[model]) for model in mean_ranks}
+    reason = None
+    if data.shape[1] < 2:
+        reason = "fewer than two models have a score in every block"
+    elif len(blocks) < MIN_BLOCKS:
+        reason = (f"Friedman/Nemenyi needs at least {MIN_BLOCKS} (dataset, metric) blocks (autorank); these bundles "
+                  f"give {len(blocks)}: mean ranks shown without a test")
+    return CrossRanking(tuple(blocks), block_ranks, mean_ranks, None if reason else friedman_nemenyi(data), reason,
+                        left_out)
+
+
+def _left_out(columns: dict, blocks: list):
+    """"model (what it lacks)" for each model without a score in every block; a dataset it has no
+    headline score on at all is named once."""
+    for model, got in sorted(columns.items()):
+        lacking = [block for block in blocks if block not in got]
+        bare = sorted({corpus for corpus, _ in lacking
+                       if not any((corpus, key) in got for other, key in blocks if other == corpus)})
+        named = [f"no scores on {corpus}" for corpus in bare]
+        named += [f"no {key} on {corpus}" for corpus, key in lacking if corpus not in bare]
+        if named:
+            yield f"{model} ({', '.join(named)})"
+
+
+def friedman_nemenyi(data: pd.DataFrame):
+    """autorank's Friedman test and Nemenyi critical difference on ``data`` (one column a model,
+    one row a block, higher better): its ``RankResult``."""
+    from autorank import autorank
+
+    # nonparametric forced: the blocks mix metrics on different scales, so only ranks compare;
+    # autorank prints that choice, which a library must not, and its effect sizes (unused here)
+    # divide by a zero spread where a model has the same rank in every block
+    with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return autorank(data.reset_index(drop=True), alpha=ALPHA, order="descending", force_mode="nonparametric")
+
+
+def judges(bundles) -> tuple:
+    """One (bundle, judge record) pair for each bundle that an LLM judged: its manifest's
+    ``judge`` (model, settings, calibration)."""
+    return tuple((bundle.name, bundle.manifest["judge"]) for bundle in bundles
+                 if isinstance(bundle.manifest.get("judge"), dict) and bundle.manifest["judge"])

@@ -1,0 +1,240 @@
+"""Stability across seeds, scored once and kept with the runs: do a model's seeds find the same topics?
+
+Two steps, each its own function: read every (corpus, model)'s seed runs back from their MLflow
+artifacts (``output/``, one model at a time, into a temporary folder removed after that model) and
+score them with :mod:`topicbench.core.metrics.stability` (pure: :func:`model_stability`). The
+report sets the numbers out as tables (:mod:`topicbench.tasks.report.stability`).
+
+Runs imported from a result bundle without their matrices carry what the exporting store found
+(:data:`STABILITY_ARTIFACT`, with the run keys it covers): it stands in for their outputs where
+those cannot be read and the runs are the very ones it covered.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from topicbench.core.validation import InputError
+
+from topicbench.tasks.results.runs import finished_runs
+
+logger = logging.getLogger(__name__)
+
+#: The similarities scored, and the column titles they are shown under.
+STABILITY_MEASURES = ("jensen_shannon", "top_words")
+#: Seed of the shuffles of the chance level: the same report shows the same chance level.
+CHANCE_SEED = 0
+#: Where :func:`topicbench.tasks.store.artifacts.write_output_artifacts` puts a run's output.
+OUTPUT_ARTIFACT = "output"
+#: A bundle's record of a fit's model's stability (:func:`topicbench.tasks.results.bundle_tables.stability_records`):
+#: read where the matrices did not travel with the runs.
+STABILITY_ARTIFACT = "stability.json"
+#: The version of the stability scoring a kept record holds; raised when the numbers it gives change.
+STABILITY_VERSION = 1
+
+
+@dataclass(frozen=True)
+class UnreadableRun:
+    """A finished run whose output could not be read back (no ``output/`` artifact, a store that
+    did not answer, a damaged file)."""
+
+    corpus: str
+    model: str
+    seed: int
+    run_id: str
+    reason: str
+
+
+@dataclass(frozen=True, eq=False)
+class StabilityFindings:
+    """What the stability section shows, as numbers.
+
+    Attributes
+    ----------
+    table : pandas.DataFrame
+        One row per (corpus, model) with two or more readable seeds: ``corpus``, ``model``,
+        ``seeds`` (how many), ``pairs`` (pairs of seeds scored) and, for each measure of
+        :data:`STABILITY_MEASURES`, ``{measure}_mean``/``_sd`` (mean matched similarity over the
+        pairs), ``{measure}_share_mean``/``_share_sd`` (share of topics reappearing) and
+        ``{measure}_chance`` (the chance level of the similarity).
+    one_seed : tuple of (corpus, model)
+        Pairs with a single finished seed: nothing to compare.
+    unreadable : tuple of UnreadableRun
+    not_compared : tuple of (corpus, model, reason)
+        Pairs left with fewer than two readable seeds, or whose seeds do not compare (different
+        vocabularies).
+    """
+
+    table: pd.DataFrame
+    one_seed: tuple = ()
+    unreadable: tuple = ()
+    not_compared: tuple = ()
+
+
+def model_stability(topic_words, vocabularies, seeds, measures=STABILITY_MEASURES, chance_seed: int = CHANCE_SEED) -> dict:
+    """The stability numbers of one model's seed runs (one row of :attr:`StabilityFindings.table`
+    without its corpus and model).
+
+    Parameters
+    ----------
+    topic_words : sequence of ndarray or ConstantPlusSparse
+        Each seed's p(word | topic), two or more, over one vocabulary.
+    vocabularies : sequence of sequences of str
+        Each run's vocabulary (checked to be one and the same).
+    seeds : sequence of int
+        Each run's seed (its label); the chance level is that of the first two runs.
+    measures : sequence of str
+    chance_seed : int
+        Seed of the shuffles of :func:`~topicbench.core.metrics.stability.chance_stability`.
+    """
+    from topicbench.core.metrics.stability import chance_stability, seed_stability
+
+    row = {"seeds": len(seeds)}
+    for measure in measures:
+        summary = seed_stability(topic_words, measure, vocabularies=vocabularies, labels=seeds)
+        chance = chance_stability(topic_words[0], topic_words[1], measure, rng=np.random.default_rng(chance_seed))
+        row.update({"pairs": summary.n_pairs, f"{measure}_mean": summary.mean_similarity,
+                    f"{measure}_sd": summary.sd_similarity, f"{measure}_share_mean": summary.mean_share,
+                    f"{measure}_share_sd": summary.sd_share, f"{measure}_chance": chance.mean_similarity})
+    return row
+
+
+def read_topic_word(folder) -> tuple:
+    """A saved output's topic-word matrix (in its own form) and vocabulary, without reading its
+    topic-document matrix (which can be far larger, and stability never needs)."""
+    import json
+
+    from topicbench.core.output import read_matrix
+
+    folder = Path(folder)
+    vocabulary = tuple(json.loads((folder / "output.json").read_text(encoding="utf-8"))["vocabulary"])
+    with np.load(folder / "matrices.npz") as arrays:  # an npz reads only the arrays asked for
+        return read_matrix(arrays, "topic_word_matrix"), vocabulary
+
+
+def collect_stability(tracking_uri: str, runs: pd.DataFrame, measures=STABILITY_MEASURES, *,
+                      client=None) -> StabilityFindings:
+    """Score the stability of every (corpus, model) of the run table (of
+    :func:`topicbench.tasks.results.store.collect_runs`) with two or more finished seeds, reading their
+    outputs from the tracking store one model at a time (through ``client``, default an
+    MlflowClient of ``tracking_uri``). A run that cannot be read is named in the findings, never
+    an error: the report renders without it."""
+    from mlflow.tracking import MlflowClient
+
+    client = client or MlflowClient(tracking_uri)
+    done = finished_runs(runs).drop_duplicates(["corpus", "model", "seed"])  # a rerun seed counts once
+    rows, one_seed, unreadable, not_compared = [], [], [], []
+    for (corpus, model), group in done.groupby(["corpus", "model"], sort=True):
+        if len(group) < 2:
+            one_seed.append((corpus, model))
+            continue
+        row, failed, why_not = _seed_runs_stability(client, group.sort_values("seed"), measures)
+        unreadable.extend(UnreadableRun(corpus, model, seed, run_id, reason) for seed, run_id, reason in failed)
+        if row is None:
+            not_compared.append((corpus, model, why_not))
+        else:
+            rows.append({"corpus": corpus, "model": model, **row})
+    return StabilityFindings(pd.DataFrame(rows), tuple(one_seed), tuple(unreadable), tuple(not_compared))
+
+
+def _seed_runs_stability(client, group: pd.DataFrame, measures) -> tuple:
+    """(:func:`model_stability` row or None, unreadable runs, why there is no row) of one model's
+    seed runs. Their outputs live only inside this call (a temporary folder, and matrices freed on
+    return), so a report holds one model's seeds at a time."""
+    # what was found before for these very runs (by an earlier report, or by the bundle they were
+    # imported from without their matrices): finished runs never change, so neither does this
+    recorded = _recorded_stability(client, group, measures)
+    if recorded is not None:
+        return recorded["row"], [], recorded["not_compared"] or ""
+    with tempfile.TemporaryDirectory(prefix="topicbench-stability-") as folder:
+        read, failed = _download_outputs(client, group, Path(folder))
+    for seed, run_id, reason in failed:
+        logger.warning("run %s: cannot read its %s/ artifact (%s)", run_id, OUTPUT_ARTIFACT, reason)
+    if len(read) < 2:
+        return None, failed, f"{len(read)} of {len(group)} seeds readable"
+    seeds, matrices, vocabularies = zip(*read)
+    try:
+        row, why_not = model_stability(matrices, vocabularies, seeds, measures), ""
+    except InputError as error:  # seeds over different vocabularies, or too few words
+        row, why_not = None, str(error)
+    if not failed:  # a run that could not be read this time may be readable next time: not kept
+        _record_stability(client, group, measures, row, why_not)
+    return row, failed, why_not
+
+
+def stability_record(corpus: str, model: str, run_keys, measures, row: dict | None, why_not: str | None) -> str:
+    """The :data:`STABILITY_ARTIFACT` of one model's seed runs: its stability ``row`` (or why its
+    seeds were not compared) and the run keys and measures it covers, as a bundle's fits and a
+    store's runs keep it."""
+    import json
+
+    return json.dumps({"corpus": corpus, "model": model, "run_keys": sorted(str(key) for key in run_keys),
+                       "measures": list(measures), "version": STABILITY_VERSION, "row": row,
+                       "not_compared": why_not or None}, indent=1, sort_keys=True)
+
+
+def _record_stability(client, group: pd.DataFrame, measures, row: dict | None, why_not: str) -> None:
+    """Keep what was found with each of the runs (best effort: a store that takes no artifacts
+    only means the next report scores them again)."""
+    text = stability_record(group.corpus.iloc[0], group.model.iloc[0], group.run_key, measures,
+                            None if row is None else {key: _plain(value) for key, value in row.items()}, why_not)
+    try:
+        with tempfile.TemporaryDirectory(prefix="topicbench-stability-") as folder:
+            path = Path(folder) / STABILITY_ARTIFACT
+            path.write_text(text, encoding="utf-8")
+            for run_id in group.run_id:
+                client.log_artifact(run_id, str(path))
+    except Exception as error:  # noqa: BLE001 - the findings are in hand; only their reuse is lost
+        logger.info("runs %s: stability not kept with the runs (%s)", list(group.run_id), error)
+
+
+def _plain(value):
+    """A number as JSON keeps it (numpy scalars are not JSON)."""
+    return int(value) if isinstance(value, (int, np.integer)) else float(value)
+
+
+def _recorded_stability(client, group: pd.DataFrame, measures) -> dict | None:
+    """The :data:`STABILITY_ARTIFACT` a bundle gave these runs (imported without their matrices),
+    where it covers exactly these runs and measures; else None."""
+    import json
+
+    try:
+        with tempfile.TemporaryDirectory(prefix="topicbench-stability-") as folder:
+            path = client.download_artifacts(group.run_id.iloc[0], STABILITY_ARTIFACT, folder)
+            recorded = json.loads(Path(path).read_text(encoding="utf-8"))
+    except Exception as error:  # noqa: BLE001 - no record: the outputs are read, and named if unreadable
+        logger.debug("runs %s: no %s (%s)", list(group.run_id), STABILITY_ARTIFACT, error)
+        return None
+    covers = recorded.get("run_keys") == sorted(str(key) for key in group.run_key)
+    current = recorded.get("version", 1) == STABILITY_VERSION  # numbers of an older scoring are scored again
+    return recorded if covers and current and recorded.get("measures") == list(measures) else None
+
+
+def _download_outputs(client, group: pd.DataFrame, folder: Path) -> tuple[list, list]:
+    """(seed, topic-word matrix, vocabulary) of each run of ``group`` that could be read, and
+    (seed, run id, reason) of each that could not."""
+    read, failed = [], []
+    for seed, run_id in zip(group.seed, group.run_id):
+        target = folder / str(run_id)
+        target.mkdir()
+        try:
+            client.download_artifacts(run_id, OUTPUT_ARTIFACT, str(target))
+            matrix, vocabulary = read_topic_word(target / OUTPUT_ARTIFACT)
+        except FileNotFoundError:  # a run imported without its matrices: the same words every time
+            failed.append((int(seed), run_id, f"no {OUTPUT_ARTIFACT}/matrices.npz"))
+            continue
+        except Exception as error:  # a report is still a report without this run; it names it
+            failed.append((int(seed), run_id, _first_line(error)))
+            continue
+        read.append((int(seed), matrix, vocabulary))
+    return read, failed
+
+
+def _first_line(error: Exception) -> str:
+    text = str(error).strip().splitlines()
+    return (text[0] if text else type(error).__name__)[:200].rstrip(".")

@@ -1,0 +1,11 @@
+"""Everything MLflow: whether a store can be used, the runs written to it, and how they are found.
+
+- ``checks`` -- a tracking URI checked before any work; ``moved`` -- a copied sqlite store repointed.
+- ``filters`` -- runs searched by tag with user text as data.
+- ``tracking`` -- the :class:`~topicbench.tasks.store.tracking.Tracker`: one parent run per
+  benchmark, one nested run per fit; ``fit_record`` -- what a fit logs, as plain values;
+  ``records`` -- what every run records to be repeatable; ``artifacts`` -- a run's files;
+  ``traces`` -- the LLM requests as MLflow traces; ``runs_view`` -- the UI's runs table.
+- ``claims`` -- which process fits which run key; ``spool`` -- fits that could not be logged yet;
+  ``interrupts`` and ``abandoned`` -- what a stop leaves behind.
+"""
