@@ -2,7 +2,7 @@
 
 Each run (a model with its settings) goes in a fresh subprocess, so that its peak memory is its
 own and a failure or time-out leaves the other runs alone. The defaults are the paper's
-(spec §4): K = 100 topics, each model's own defaults, and Gibbs LDA in its three settings
+(the E-LDA paper's experiments): K = 100 topics, each model's own defaults, and Gibbs LDA in its three settings
 (Gibbs, Gibbs-Sparse, Gibbs-Bayes). BERTopic is run without K, as in the paper (HDBSCAN decides).
 
 The sentence embeddings of the documents (all-MiniLM-L6-v2) are computed once, first, and timed

@@ -5,7 +5,7 @@ Each corpus runs in a fresh subprocess so that its peak memory (max RSS) is its 
     .venv/bin/python benchmarks/bench_elda.py                      # shared corpora + |V| = 100,000 synthetic
     .venv/bin/python benchmarks/bench_elda.py --corpora congress --generator cooccurrence
 
-Reference figures: the authors' serial code on this kind of machine (spec §5).
+Reference figures: the authors' serial code on this kind of machine (docs/performance.md).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-REFERENCE = {  # spec §5: F, optimise seconds, peak memory GB (authors' serial code, raw_umass, kappa 2)
+REFERENCE = {  # F, optimise seconds, peak memory GB (authors' serial code, raw_umass, kappa 2)
     "congress": (-2_798_524.681983, "192-210", 3.5),
     "20ng_politics": (-1_773_191.100469, "285", 6.7),
     "reuters": (-3_489_874.824673, "236", 11.1),

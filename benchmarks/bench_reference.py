@@ -1,4 +1,4 @@
-"""`topicbench elda` against the authors' E-LDA code, end to end, in one run (spec §5).
+"""`topicbench elda` against the authors' E-LDA code, end to end, in one run (docs/performance.md).
 
 Both run as a user would run them, each in a fresh child process whose wall time and peak memory
 (max RSS, from ``wait4``) are its own:
@@ -40,9 +40,9 @@ DEFAULT_REFERENCE = Path("/work/.mirror/BreuerLabs+E-LDA/repo")
 REFERENCE_URL = "https://github.com/BreuerLabs/E-LDA"
 #: Our corpus name -> the reference's data folder and file prefix.
 REFERENCE_DATASETS = {"congress": "CONGRESS", "reuters": "REUTERS", "20ng_politics": "20NEWSGROUPSPOL"}
-#: Our generator names -> the reference's (spec §2: Raw-UMass is their LOG_DOTPROD).
+#: Our generator names -> the reference's (the E-LDA paper's keyword generators: Raw-UMass is their LOG_DOTPROD).
 REFERENCE_GENERATORS = {"raw_umass": "LOG_DOTPROD", "cooccurrence": "FREQSCALE_DOTPROD"}
-#: spec §5: the authors' serial code on this kind of machine (raw_umass, kappa 2).
+#: The authors' serial code on this kind of machine (raw_umass, kappa 2).
 SPEC_FIGURES = {"congress": "optimise 192-210 s, peak 3.5 GB", "reuters": "optimise 236 s, peak 11.1 GB",
                 "20ng_politics": "optimise 285 s, peak 6.7 GB"}
 
@@ -219,7 +219,7 @@ def main(argv=None) -> int:
     reference = time_reference(args.reference, args.corpus, args.generator, args.kappa)
     print(describe("authors' code", reference))
     if args.corpus in SPEC_FIGURES and args.generator == "raw_umass" and args.kappa == 2.0:
-        print(f"{'':22s} (spec §5 on an idle machine: {SPEC_FIGURES[args.corpus]})")
+        print(f"{'':22s} (the authors' code on an idle machine of this kind: {SPEC_FIGURES[args.corpus]})")
     print(compare(ours, reference))
     print(f"load average at the end {os.getloadavg()[0]:.1f}")
     return 0

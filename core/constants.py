@@ -2,13 +2,13 @@
 
 import math
 
-#: Smoothing added to document co-occurrence counts by the keyword generators (spec §2).
+#: Smoothing added to document co-occurrence counts by the keyword generators (the E-LDA paper's keyword generators).
 GENERATOR_EPSILON = 1e-5
 
-#: Score of the "null topic" every document has from the start: beta = log(1e-100) (spec §1).
+#: Score of the "null topic" every document has from the start: beta = log(1e-100) (the E-LDA paper's objective).
 NULL_TOPIC_LOG_SCORE = math.log(1e-100)
 
-#: Separator joining the keywords of candidate rows that are identical (spec §2: "color---colour").
+#: Separator joining the keywords of candidate rows that are identical (the E-LDA paper's keyword generators: "color---colour").
 LABEL_JOINER = "---"
 
 #: Number of top words reported per topic by default.
@@ -17,17 +17,17 @@ DEFAULT_TOP_WORDS = 10
 #: Words per topic in a model output's topic lists: enough for the coherence grid N = 5..25.
 OUTPUT_TOP_WORDS = 25
 
-#: Accuracy parameter of the parallel algorithm: thresholds descend by 1 - epsilon (spec §3; the
+#: Accuracy parameter of the parallel algorithm: thresholds descend by 1 - epsilon (the E-LDA paper's algorithms; the
 #: round target is stated at epsilon = 0.1). The default of every entry point (estimator, CLI).
 DEFAULT_EPSILON = 0.1
 
-#: Names of the keyword topic generators (spec §2), in the paper's order: the one list of them.
+#: Names of the keyword topic generators (the E-LDA paper's keyword generators), in the paper's order: the one list of them.
 #: :mod:`topicbench.core.elda.generators` implements each; the estimator, the model's settings, the
 #: CLI and the paper's configs read it from here (this module is cheap to import, the kernels not).
 GENERATORS = ("raw_umass", "exp_umass", "cooccurrence")
 
 #: Keyword topic generator of E-LDA when none is named: the paper's best generator, Co-Occurrence
-#: (spec §2), which the benchmark's ``elda`` has always run, so tracked runs keep their meaning.
+#: (the E-LDA paper's keyword generators), which the benchmark's ``elda`` has always run, so tracked runs keep their meaning.
 #: The default of every entry point (the ``elda`` model, the estimator, the CLI).
 DEFAULT_GENERATOR = "cooccurrence"
 
@@ -42,7 +42,7 @@ MAX_SEED = 2**32 - 1
 # ------------------------------------------------------------------------------------------------
 
 #: Smoothing of the coherence confirmations: gensim's ``direct_confirmation_measure.EPSILON``
-#: (Röder, Both & Hinneburg 2015), used by UMass (spec §4), NPMI, UCI and C_V alike.
+#: (Röder, Both & Hinneburg 2015), used by UMass (the E-LDA paper's experiments), NPMI, UCI and C_V alike.
 UMASS_EPSILON = 1e-12
 
 #: Sliding-window sizes of the window-based coherence measures: gensim's
@@ -53,7 +53,7 @@ SLIDING_WINDOW = {"npmi": 10, "uci": 10, "cv": 110}
 #: Exponent gamma of C_V's NPMI context vectors (gensim ``cosine_similarity(gamma=1)``).
 CV_GAMMA = 1
 
-#: The grid of top-N words scored by default (spec §4, Experiment Set 2: N = 5, 10, ..., 25).
+#: The grid of top-N words scored by default (the paper's Experiment Set 2: N = 5, 10, ..., 25).
 COHERENCE_TOP_N = (5, 10, 15, 20, 25)
 
 #: A topic is scored over the top words the reference has (its other top words out of the
@@ -64,11 +64,11 @@ IN_REFERENCE_MIN_WORDS = 2
 #: (8 * 4096^2 bytes = 128 MiB); above it only the word pairs that share a topic are counted.
 DENSE_COUNTS_MAX_WORDS = 4096
 
-#: RandK draws per model (spec §4, Experiment Set 1: 30 random cyclic shifts of the labels).
+#: RandK draws per model (the paper's Experiment Set 1: 30 random cyclic shifts of the labels).
 RANDK_DRAWS = 30
 
 #: Floor of probabilities before taking logs in the posterior and held-out metrics:
-#: log(1e-100) = beta, the null topic's score (spec §1).
+#: log(1e-100) = beta, the null topic's score (the E-LDA paper's objective).
 PROBABILITY_FLOOR = 1e-100
 
 #: Top-N of topic diversity: Dieng, Ruiz & Blei (2020) define TD on each topic's top 25 words.

@@ -181,6 +181,8 @@ def expected(schema: dict) -> str:
         return "a list" + (f" of {_plural(expected(items))}" if items and expected(items) != "anything" else "")
     if kind == "object":
         return "a mapping of settings"
+    if kind is None and _range(schema):  # a bound on whatever numbers a setting of no one type takes
+        return "a number" + _range(schema)
     return "anything"
 
 

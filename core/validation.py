@@ -15,7 +15,7 @@ class InputError(ValueError):
 
 
 def check_kappa(kappa: float) -> float:
-    """Check the mean number of topics per document, kappa >= 1 (spec §1)."""
+    """Check the mean number of topics per document, kappa >= 1 (the E-LDA paper's objective)."""
     try:
         value = float(kappa)
     except (TypeError, ValueError):
@@ -28,7 +28,7 @@ def check_kappa(kappa: float) -> float:
 
 
 def check_epsilon(epsilon: float) -> float:
-    """Check the parallel algorithm's accuracy parameter, 0 < epsilon < 1 (spec §3)."""
+    """Check the parallel algorithm's accuracy parameter, 0 < epsilon < 1 (the E-LDA paper's algorithms)."""
     if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float, np.number)) or not 0 < epsilon < 1:
         raise InputError(f"epsilon must lie in (0, 1), got {epsilon!r}")
     return float(epsilon)

@@ -1,7 +1,7 @@
 """Worked example: a keyword topic as a treatment, with documents assigned independently.
 
 Topics are chosen by E-LDA on a training split and frozen; every held-out document then gets its
-topics on its own (per-document greedy, spec §3), so no document's treatment depends on another's.
+topics on its own (per-document greedy, the E-LDA paper's algorithms), so no document's treatment depends on another's.
 A semi-synthetic outcome depends on one frozen topic with a known effect; we estimate it with OLS
 (HC1 robust standard errors) and check the confidence interval's coverage over replications.
 

@@ -5,7 +5,7 @@ flows, the report and the leaderboard as commands, and the ``topicbench`` comman
 - ``config/`` -- a benchmark's config: ``model`` (the dataclasses), ``file`` (reading YAML),
   ``schema`` (the published JSON Schema).
 - ``benchmark`` (+ ``benchmark_runs``: which runs are done, claimed or spooled), ``search``
-  (+ ``search_plan``), ``paper`` (+ ``paper_report``, the named experiments in ``experiments/``),
+  (+ ``search_plan``, what it will do; ``search_choice``, the settings it recommends), ``paper`` (+ ``paper_report``, the named experiments in ``experiments/``),
   ``serve`` -- the flows.
 - ``report`` -- a report from a store or a bundle; ``judge``, ``judge_proxann`` -- calibrations.
 - ``runtime`` (Prefect and Dask), ``console``, ``progress``, ``worker_progress`` -- how flows run

@@ -18,7 +18,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from topicbench.core.io import file_name_for
-from topicbench.tasks.report.sections import DEFAULT_REPORT_SECTIONS, REPORT_SECTIONS, ReportData, build_report
+from topicbench.tasks.report.parts import ReportData
+from topicbench.tasks.report.sections import DEFAULT_REPORT_SECTIONS, REPORT_SECTIONS, build_report
 from topicbench.tasks.results.sources import RunSource, StoreSource
 from topicbench.tasks.report.summary import k_differences
 from topicbench.tasks.report.write import write_report

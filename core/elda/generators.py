@@ -1,4 +1,4 @@
-"""Candidate topics: keyword generators (spec §2) and user-given topic matrices.
+"""Candidate topics: keyword generators (the E-LDA paper's keyword generators) and user-given topic matrices.
 
 A candidate matrix ``L`` (topics x vocabulary) is stored as a per-row constant plus the entries
 that beat it. For keyword topics the stored entries are the words that co-occur with the keyword
@@ -173,7 +173,7 @@ def keyword_candidates(
     corpus: Corpus, generator: str = "raw_umass", *, epsilon: float = GENERATOR_EPSILON,
     collapse: bool = True,
 ) -> Candidates:
-    """One candidate topic per keyword of the vocabulary (spec §2).
+    """One candidate topic per keyword of the vocabulary (the E-LDA paper's keyword generators).
 
     ``raw_umass``:    L[w*, v] = log(C[w*,v] + eps) - log sum_v' (C[w*,v'] + eps)
     ``exp_umass``:    L[w*, v] = (C[w*,v] + eps) - logsumexp_v' (C[w*,v'] + eps)
@@ -187,7 +187,7 @@ def keyword_candidates(
     cooc = cooccurrence_arrays(corpus)
     code = _GENERATOR_CODES[generator]
     log_norm, constants = _cooccurrence.keyword_row_normalisers(cooc[0], cooc[2], corpus.n_words, code, epsilon)
-    # Rows of L are identical exactly when the keywords' co-occurrence rows are (spec §2).
+    # Rows of L are identical exactly when the keywords' co-occurrence rows are (the E-LDA paper's keyword generators).
     groups = _identical_rows(cooc) if collapse else [[w] for w in range(corpus.n_words)]
     kept_words = np.array([group[0] for group in groups], dtype=np.int64)
     topic_of_word = np.full(corpus.n_words, -1, dtype=np.int64)

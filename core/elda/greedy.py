@@ -1,4 +1,4 @@
-"""Exact greedy E-LDA: FastInitialize + FastGreedy with a per-document heap (spec §3).
+"""Exact greedy E-LDA: FastInitialize + FastGreedy with a per-document heap (the E-LDA paper's algorithms).
 
 ``fast_greedy(corpus, candidates, kappa)`` validates, runs the numba kernels of
 :mod:`._kernels` step by step (first round, the column heads the later scans read, second
@@ -291,7 +291,7 @@ def _greedy_steps(run: _GreedyRun, heap: Heap, report) -> None:
 def fast_greedy(
     corpus: Corpus, candidates: Candidates, kappa: float = 2.0, *, on_progress=None
 ) -> Solution:
-    """Exact greedy E-LDA: FastInitialize, then FastGreedy until |E| = floor(kappa D) (spec §3).
+    """Exact greedy E-LDA: FastInitialize, then FastGreedy until |E| = floor(kappa D) (the E-LDA paper's algorithms).
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-"""Independence-preserving (out-of-sample) inference and effect estimation (spec §3, last part).
+"""Independence-preserving (out-of-sample) inference and effect estimation (the E-LDA paper's algorithms, last part).
 
 To study topics as treatments, each document must get its topics on its own (no interference
 between units, SUTVA): topics are frozen on a training split, then every held-out document runs

@@ -1,4 +1,4 @@
-"""The E-LDA estimator: keyword-anchored topics with a 1 - 1/e guarantee (spec §1-§3).
+"""The E-LDA estimator: keyword-anchored topics with a 1 - 1/e guarantee (the E-LDA paper).
 
 ``ELDA(kappa, generator=..., executor=...).fit(corpus)`` builds keyword candidates
 (:mod:`.generators`) and runs exact greedy in this process (:mod:`.greedy`) or, given a shard
@@ -25,9 +25,9 @@ class ELDA:
     Parameters
     ----------
     kappa : float, default 2.0
-        Mean number of topics per document, kappa in the paper (spec §1); budget k = floor(kappa D).
+        Mean number of topics per document, kappa in the paper (the E-LDA paper's objective); budget k = floor(kappa D).
     generator : {"raw_umass", "exp_umass", "cooccurrence"}, default "cooccurrence"
-        Keyword topic generator (spec §2; :data:`topicbench.core.elda.generators.GENERATORS`), used when
+        Keyword topic generator (the E-LDA paper's keyword generators; :data:`topicbench.core.elda.generators.GENERATORS`), used when
         ``fit`` gets no candidates. The default is :data:`topicbench.core.constants.DEFAULT_GENERATOR`,
         shared by every E-LDA entry point.
     top_words : int, default 10

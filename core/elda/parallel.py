@@ -1,4 +1,4 @@
-"""Low-adaptivity parallel E-LDA: adaptive sequencing over descending thresholds (spec §3).
+"""Low-adaptivity parallel E-LDA: adaptive sequencing over descending thresholds (the E-LDA paper's algorithms).
 
 The algorithm is in the family of FAST (Breuer, Balkanski & Singer, "The FAST Algorithm for
 Submodular Maximization", ICML 2020). Which of FAST's steps each part implements:

@@ -1,4 +1,4 @@
-"""What parallel E-LDA runs on each document shard (spec §3): its state, and the three shard
+"""What parallel E-LDA runs on each document shard (the E-LDA paper's algorithms): its state, and the three shard
 functions an executor calls, :func:`initialize_shard`, :func:`threshold_shard` and :func:`rebuild_shard`.
 
 A shard's state is a function of its links (:func:`rebuild_shard` rebuilds it from the driver's

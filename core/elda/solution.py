@@ -1,4 +1,4 @@
-"""E-LDA's solution and its writers: ordered document-topic links, F, and token topics (spec §1, §3).
+"""E-LDA's solution and its writers: ordered document-topic links, F, and token topics (the E-LDA paper).
 
 :class:`DocumentArrays` is a corpus as the kernels read it; :func:`solution_from_links` packs
 ordered links into a :class:`Solution` (F and token topics recomputed from the links alone), which
@@ -71,7 +71,7 @@ class Solution:
     ----------
     links : ndarray of int64, shape (k, 2)
         (document, topic) pairs in selection order. The first floor(kappa' D) links are the
-        greedy solution for every kappa' <= kappa (spec §3).
+        greedy solution for every kappa' <= kappa (the E-LDA paper's algorithms).
     link_gains : ndarray, shape (k,)
         Gain of each link when it was made.
     objective_trace : ndarray, shape (k,)

@@ -5,7 +5,8 @@ held-out fit, label-based scores and statistics across seeds. Pure functions, no
 module                    what
 ========================  ===============================================================
 ``counts``                ``CooccurrenceCounts``: document / sliding-window counts of a word set
-``coherence``             UMass, UCI, NPMI, C_V as pipelines (``MEASURES``); ``score``, ``coherence``
+``coherence_measures``    UMass, UCI, NPMI, C_V as pipelines (``MEASURES``) over window counts
+``coherence``             ``score``, ``coherence``: topics scored over a counted reference corpus
 ``embedding``             pairwise and centroid embedding coherence from given word vectors
 ``diversity``             topic diversity, inverted RBO
 ``posterior``             Σ log φ of assignments, RandK, matched-budget E-LDA (spec §4, Set 1)
@@ -13,6 +14,7 @@ module                    what
 ``labels``                accuracy / macro-F1 on document-topic features; NMI, purity, harmonic purity, ARI
 ``llm_judging``           word-level LLM judges: rating and intrusion of top words (Stammbach et al.)
 ``llm_documents``         document-level LLM judges against θ: fit and rank (ProxAnn)
+``llm_document_prompts``  ProxAnn's prompts as requests to the judge, and its replies read
 ``stats``                 mean, sd and paired tests across seeds
 ``stability``             topic stability across seeds (Hungarian matching on JS / RBO), chance level
 ``registry``              ``METRICS``: every metric by name, its needs and direction

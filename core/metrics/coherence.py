@@ -1,30 +1,10 @@
-r"""Coherence over a reference corpus: UMass, UCI, NPMI and C_V as tables of pipelines.
+r"""Coherence of topics over a reference corpus: count its windows once, score many topics and measures.
 
-A measure is a pipeline (Röder, Both & Hinneburg, "Exploring the space of topic coherence
-measures", WSDM 2015; gensim's ``CoherenceModel``):
-
-    segmentation -> probability estimation (window counts) -> confirmation -> aggregation
-
-and :data:`MEASURES` lists the four, each with its window (``config.SLIDING_WINDOW``):
-
-========  ===============  ==============  =====================================  ==========
-name      segmentation     windows         confirmation                           aggregate
-========  ===============  ==============  =====================================  ==========
-umass     one-preceding    whole document  log conditional probability (spec §4)  mean
-uci       one-one          sliding, 10     PMI (log ratio)                        mean
-npmi      one-one          sliding, 10     NPMI (normalised log ratio)            mean
-cv        one-set          sliding, 110    cosine of NPMI context vectors, γ = 1  mean
-========  ===============  ==============  =====================================  ==========
-
-Probabilities are window frequencies, P(w) = D(w) / N and P(w_i, w_j) = D(w_i, w_j) / N, with N
-the number of windows (:mod:`topicbench.core.metrics.counts`). The smoothed joint probability is
-
-    P_ε(w_i, w_j) = D(w_i, w_j) / N + ε          (``smoothing="probability"``, gensim)
-    P_ε(w_i, w_j) = (D(w_i, w_j) + ε) / N        (``smoothing="count"``, spec §4 as written)
-
-with ε = ``config.UMASS_EPSILON`` = 1e-12 by default. The two agree whenever a pair co-occurs (up to
-ε·N/D(w_i, w_j)) and differ by log N for pairs that never do. The default, ``"probability"``, is
-gensim's arithmetic and reproduces ``CoherenceModel`` to rounding error.
+The measures, UMass, UCI, NPMI and C_V, are pipelines of segmentation, confirmation and
+aggregation over window counts (:mod:`topicbench.core.metrics.coherence_measures`, which holds
+:data:`~topicbench.core.metrics.coherence_measures.MEASURES`, their windows and the smoothing).
+Here the reference corpus is counted (:mod:`topicbench.core.metrics.counts`), each topic's words
+are found in it, and the topics are scored under each measure for every N of a grid.
 
 Count once, score many::
 
@@ -56,238 +36,46 @@ NPMI = (log(3/2) / log(3/2) + 2 log(3/4) / log 3) / 3:
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
 
-from topicbench.core.constants import (
-    COHERENCE_TOP_N,
-    CV_GAMMA,
-    DENSE_COUNTS_MAX_WORDS,
-    SLIDING_WINDOW,
-    UMASS_EPSILON,
-)
+from topicbench.core.constants import COHERENCE_TOP_N, CV_GAMMA, DENSE_COUNTS_MAX_WORDS, UMASS_EPSILON
 from ..corpus import Corpus
 from ..validation import InputError
 from ._topics import ResolvedTopics, TopicScores, resolve_topics
+from .coherence_measures import MEASURES, SMOOTHINGS, TopicCounts, get_measure
 from .counts import CooccurrenceCounts, count_for_topics, topic_pairs
 
 logger = logging.getLogger(__name__)
 
-#: How the smoothing ε enters the joint probability (see the module docstring).
-SMOOTHINGS = ("probability", "count")
 
+def reference_degeneracy(reference: Corpus, known=None) -> str | None:
+    """Why ``reference`` cannot tell coherent topics from others, or None when it can.
 
-# ------------------------------------------------------------------------------------------------
-# Segmentations: which (W', W*) pairs of a topic's top-N words are confirmed
-# ------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Segments:
-    """Segments of an N-word topic as index arrays: ``prime[s]`` is W' of segment s and
-    ``star[s]`` its W* (a single word), or ``star`` is None for W* = the whole topic."""
-
-    prime: np.ndarray
-    star: np.ndarray | None
-
-
-def one_preceding(n: int) -> Segments:
-    r"""S_one^pre: (W' = {w_i}, W* = {w_j}) for i > j, i.e. each word with every word ranked above it.
-
-    >>> s = one_preceding(3); list(zip(s.prime.tolist(), s.star.tolist()))
-    [(1, 0), (2, 0), (2, 1)]
+    Coherence compares how often words occur together with how often they occur apart. In a
+    reference of fewer than two documents, or one where every word occurs in every document, no
+    word is ever seen apart from another at the level of documents: UMass is log 1 = 0 for every
+    pair, and where documents fit in a window P(w_i, w_j) = P(w_i) = P(w_j) = 1, so NPMI is
+    0 / 0 (the smoothing ε turns it into -1 for every pair: every model "ties" at the worst
+    score). The measures are then undefined, not low. ``known``: which words of the vocabulary
+    occur in ``reference`` (``MetricContext.reference_known()``, counted here when not given).
     """
-    prime, star = np.tril_indices(n, k=-1)
-    return Segments(prime=prime.astype(np.int64), star=star.astype(np.int64))
-
-
-def one_one(n: int) -> Segments:
-    """S_one^one: (W' = {w_i}, W* = {w_j}) for every ordered pair i != j."""
-    prime, star = np.nonzero(~np.eye(n, dtype=bool))
-    return Segments(prime=prime.astype(np.int64), star=star.astype(np.int64))
-
-
-def one_set(n: int) -> Segments:
-    """S_one^set: (W' = {w_i}, W* = W), each word against the whole topic."""
-    return Segments(prime=np.arange(n, dtype=np.int64), star=None)
-
-
-# ------------------------------------------------------------------------------------------------
-# Confirmations: a value per (topic, segment) from the topics' window counts
-# ------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class TopicCounts:
-    """Window counts of a set of N-word topics.
-
-    Attributes
-    ----------
-    joint : ndarray of float64, shape (n_topics, N, N)
-        D(w_i, w_j) for the words of each topic; D(w_i, w_i) = D(w_i) (gensim's diagonal).
-    occurrences : ndarray of float64, shape (n_topics, N)
-        D(w_i).
-    n_windows : float
-        N, the number of windows.
-    """
-
-    joint: np.ndarray
-    occurrences: np.ndarray
-    n_windows: float
-
-    def head(self, n: int) -> "TopicCounts":
-        """The counts of each topic's first n words."""
-        return TopicCounts(self.joint[:, :n, :n], self.occurrences[:, :n], self.n_windows)
-
-
-def _joint_probability(counts: TopicCounts, joint: np.ndarray, epsilon: float, smoothing: str):
-    if smoothing == "probability":
-        return joint / counts.n_windows + epsilon
-    return (joint + epsilon) / counts.n_windows
-
-
-def log_conditional_probability(counts: TopicCounts, segments: Segments, *, epsilon: float = UMASS_EPSILON,
-                                smoothing: str = "probability", **_) -> np.ndarray:
-    r"""UMass confirmation m_lc(W', W*) = log( P_ε(w', w*) / P(w*) ).
-
-    With ``smoothing="count"`` this is spec §4's log((D(w_i, w_j) + ε) / D(w_j)); with the default
-    ``"probability"`` it is gensim's log((D(w_i, w_j)/N + ε) / (D(w_j)/N)). Averaged over
-    :func:`one_preceding` segments it is the normalised UMass of spec §4:
-
-        C_N(t) = 2 / (N(N−1)) · Σ_{i=2..N} Σ_{j<i} log( P_ε(w_i, w_j) / P(w_j) ).
-    """
-    joint = counts.joint[:, segments.prime, segments.star]
-    star = counts.occurrences[:, segments.star]
-    return np.log(_joint_probability(counts, joint, epsilon, smoothing) / (star / counts.n_windows))
-
-
-def log_ratio(counts: TopicCounts, segments: Segments, *, epsilon: float = UMASS_EPSILON,
-              smoothing: str = "probability", **_) -> np.ndarray:
-    r"""UCI confirmation (PMI): m_lr(W', W*) = log( P_ε(w', w*) / (P(w') · P(w*)) )."""
-    return _log_ratio(counts, segments.prime, segments.star, epsilon, smoothing)
-
-
-def normalized_log_ratio(counts: TopicCounts, segments: Segments, *, epsilon: float = UMASS_EPSILON,
-                         smoothing: str = "probability", **_) -> np.ndarray:
-    r"""NPMI confirmation: m_nlr(W', W*) = m_lr(W', W*) / ( −log P_ε(w', w*) )."""
-    return _normalized_log_ratio(counts, segments.prime, segments.star, epsilon, smoothing)
-
-
-def indirect_cosine(counts: TopicCounts, segments: Segments, *, epsilon: float = UMASS_EPSILON,
-                    smoothing: str = "probability", gamma: float = CV_GAMMA, **_) -> np.ndarray:
-    r"""C_V confirmation: cosine of NPMI context vectors (gensim ``cosine_similarity``, measure 'nlr').
-
-    Over the topic's words W = {w_1..w_N}, the context vector of a word set S is
-    v_S[j] = Σ_{w_i ∈ S} NPMI(w_i, w_j)^γ (with NPMI(w, w) from D(w, w) = D(w)); the value of
-    segment (W' = {w_i}, W* = W) is cos(v_{w_i}, v_W) = v_{w_i}·v_W / (‖v_{w_i}‖ ‖v_W‖).
-    """
-    if segments.star is not None:
-        raise InputError("indirect_cosine confirms one-set segments (W* = the whole topic)")
-    n = counts.joint.shape[1]
-    rows, cols = np.indices((n, n))
-    npmi = _normalized_log_ratio(counts, rows.ravel(), cols.ravel(), epsilon, smoothing)
-    npmi = npmi.reshape(-1, n, n) ** gamma
-    word_vectors = npmi[:, segments.prime, :]  # v_{w_i}[j] = NPMI(w_i, w_j)^γ
-    topic_vector = npmi.sum(axis=1)  # v_W[j] = Σ_i NPMI(w_i, w_j)^γ
-    dots = np.einsum("kij,kj->ki", word_vectors, topic_vector)
-    norms = np.sqrt((word_vectors**2).sum(axis=2)) * np.sqrt((topic_vector**2).sum(axis=1))[:, None]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return dots / norms
-
-
-def _log_ratio(counts: TopicCounts, prime, star, epsilon, smoothing):
-    joint = counts.joint[:, prime, star]
-    p_prime = counts.occurrences[:, prime] / counts.n_windows
-    p_star = counts.occurrences[:, star] / counts.n_windows
-    return np.log(_joint_probability(counts, joint, epsilon, smoothing) / (p_prime * p_star))
-
-
-def _normalized_log_ratio(counts: TopicCounts, prime, star, epsilon, smoothing):
-    joint = counts.joint[:, prime, star]
-    return _log_ratio(counts, prime, star, epsilon, smoothing) / -np.log(
-        _joint_probability(counts, joint, epsilon, smoothing)
-    )
-
-
-# ------------------------------------------------------------------------------------------------
-# The measures table
-# ------------------------------------------------------------------------------------------------
-
-
-def arithmetic_mean(values: np.ndarray, axis=None):
-    """Aggregation: the arithmetic mean (NaN propagates, as in gensim)."""
-    return np.mean(values, axis=axis)
-
-
-@dataclass(frozen=True)
-class Measure:
-    """A coherence measure as a pipeline.
-
-    Attributes
-    ----------
-    name : str
-    segmentation : callable
-        ``segmentation(N) -> Segments``.
-    confirmation : callable
-        ``confirmation(topic_counts, segments, epsilon=, smoothing=, gamma=) -> (n_topics, n_segments)``.
-    window : int or None
-        Default window (None: whole documents).
-    aggregate : callable
-        Over segments (per topic) and over topics (per model).
-    higher_is_better : bool
-    gensim_name : str
-        The same measure in gensim's ``CoherenceModel``.
-    """
-
-    name: str
-    segmentation: Callable
-    confirmation: Callable
-    window: int | None
-    aggregate: Callable = arithmetic_mean
-    higher_is_better: bool = True
-    gensim_name: str = ""
-    description: str = field(default="", compare=False)
-
-    def per_topic(self, counts: TopicCounts, **options) -> np.ndarray:
-        """One value per topic, for topics of N = ``counts.joint.shape[1]`` words."""
-        segments = self.segmentation(counts.joint.shape[1])
-        return self.aggregate(self.confirmation(counts, segments, **options), axis=1)
-
-
-#: The coherence measures, by name.
-MEASURES = {
-    "umass": Measure(
-        "umass", one_preceding, log_conditional_probability, None, gensim_name="u_mass",
-        description="normalised UMass (spec §4): mean over i > j of log(P_ε(w_i, w_j) / P(w_j)), documents",
-    ),
-    "uci": Measure(
-        "uci", one_one, log_ratio, SLIDING_WINDOW["uci"], gensim_name="c_uci",
-        description="UCI: mean PMI over word pairs, sliding windows of 10",
-    ),
-    "npmi": Measure(
-        "npmi", one_one, normalized_log_ratio, SLIDING_WINDOW["npmi"], gensim_name="c_npmi",
-        description="NPMI: mean normalised PMI over word pairs, sliding windows of 10",
-    ),
-    "cv": Measure(
-        "cv", one_set, indirect_cosine, SLIDING_WINDOW["cv"], gensim_name="c_v",
-        description="C_V: mean cosine of NPMI context vectors (gamma 1), sliding windows of 110",
-    ),
-}
-
-
-def get_measure(name: str) -> Measure:
-    if isinstance(name, Measure):
-        return name
-    if name not in MEASURES:
-        raise InputError(f"Unknown coherence measure {name!r}. Available: {', '.join(MEASURES)}")
-    return MEASURES[name]
-
-
-# ------------------------------------------------------------------------------------------------
-# Scoring
-# ------------------------------------------------------------------------------------------------
+    if reference.n_documents < 2:
+        documents = "document" if reference.n_documents == 1 else "documents"
+        return (f"the reference corpus {reference.name!r} has {reference.n_documents} {documents}: coherence needs "
+                f"at least two, in which words occur apart, to be defined")
+    if known is None:
+        known = np.bincount(reference.token_ids, minlength=reference.n_words) > 0
+    used = int(np.count_nonzero(known))
+    if reference.n_tokens < reference.n_documents * used:  # some document lacks a word: no need to look
+        return None
+    distinct = np.diff(reference.document_words[0])  # the distinct words of each document
+    if used and np.all(distinct == used):
+        return (f"every word of the reference corpus {reference.name!r} occurs in every one of its "
+                f"{reference.n_documents} documents: no word occurs apart from another, so coherence is undefined "
+                f"(NPMI would be -1 for every pair)")
+    return None
 
 
 def resolve_reference_topics(topics, counts_or_reference, top_n, *, oov: str = "error") -> ResolvedTopics:
@@ -338,7 +126,7 @@ def score(counts: CooccurrenceCounts, topics, measure="npmi", top_n=COHERENCE_TO
     epsilon : float
         Smoothing ε (``config.UMASS_EPSILON`` = 1e-12, gensim's).
     smoothing : {"probability", "count"}
-        Where ε enters (module docstring); "probability" is gensim's.
+        Where ε enters (:mod:`~topicbench.core.metrics.coherence_measures`); "probability" is gensim's.
     gamma : float
         C_V's exponent γ.
     """
@@ -442,7 +230,6 @@ def counts_covering(cache: dict, reference: Corpus, window: int | None, word_ids
     dense = len(words) <= DENSE_COUNTS_MAX_WORDS
     cache[key] = CooccurrenceCounts.build(reference, window, words, pairs=None if dense else pairs())
     return cache[key]
-
 
 
 def count_reference(reference: Corpus, topic_sets, measures=("umass", "uci", "npmi", "cv"),

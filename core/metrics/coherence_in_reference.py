@@ -36,7 +36,8 @@ from topicbench.core.constants import CV_GAMMA, IN_REFERENCE_MIN_WORDS, UMASS_EP
 from ..corpus import Corpus
 from ..validation import InputError
 from ._topics import check_top_n, check_topics
-from .coherence import SMOOTHINGS, counts_covering, get_measure, measure_windows, topic_counts
+from .coherence import counts_covering, measure_windows, topic_counts
+from .coherence_measures import SMOOTHINGS, get_measure
 
 #: A measure's score over the in-reference words is tracked as ``<measure>_in_reference@N``...
 IN_REFERENCE = "_in_reference"
@@ -120,7 +121,7 @@ def coherence_in_reference(topics, reference: Corpus, measures, top_n, *, known=
         Each topic's words, best first.
     reference : Corpus
     measures : sequence of str
-        Coherence measures (:data:`~topicbench.core.metrics.coherence.MEASURES`).
+        Coherence measures (:data:`~topicbench.core.metrics.coherence_measures.MEASURES`).
     top_n : int or sequence of int
         N (>= 2) or a grid of N; each topic's first N words are restricted, never refilled.
     known : ndarray of bool (n_reference_words,), optional

@@ -1,11 +1,10 @@
-"""Topics as people use them, asked of a large language model: how well documents fit a topic,
-and how the judge ranks them, against the model's own θ (ProxAnn).
+"""Topics as people use them, asked of an LLM: how well documents fit a topic and rank, against θ (ProxAnn).
 
 ProxAnn (Hoyle, Calvo-Bartolomé, Boyd-Graber and Resnik, ACL 2025; code ``ahoho/proxann`` at
 3583fa4, ``src/proxann/llm_annotations/``) shows a person, or an LLM in their place, a topic's top
 words and exemplar documents, asks for the category they share, then how well each of a few
-evaluation documents fits it and how they rank; the answers are compared with θ. Per judged topic
-(the :attr:`~.llm_judging.JudgeSettings.document_topics` most prevalent):
+evaluation documents fits it and how they rank; the answers are compared with the model's own θ.
+Per judged topic (the :attr:`~.llm_judging.JudgeSettings.document_topics` most prevalent):
 
 1. **exemplars**: the topic's ``exemplar_documents`` highest-θ documents (ProxAnn's ``thetas``
    selection; their user study sampled above an elbow of θ).
@@ -36,14 +35,14 @@ sentence (ProxAnn's ``extend_to_full_sentence``; here to at most twice as many w
 shortened to :func:`excerpt_token_limit` tokens so that the label prompt, which shows the most
 text, fits ``context_tokens``. Tokens are counted by ``judge.count_tokens(text)`` where the judge
 has one, else estimated at one per :data:`~topicbench.core.constants.LLM_CHARS_PER_TOKEN` characters.
-The requests and the reading of answers follow :mod:`.llm_judging`: pure functions of the output,
-the corpus, the seed and the settings, a non-answer asked again up to ``retries`` times.
+ProxAnn's prompts, and how a reply is read, are :mod:`.llm_document_prompts`'s. The requests and
+the reading of answers follow :mod:`.llm_judging`: pure functions of the output, the corpus, the
+seed and the settings, a non-answer asked again up to ``retries`` times.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -51,59 +50,11 @@ import numpy as np
 from topicbench.core.constants import BRADLEY_TERRY_ALPHA, LLM_CHARS_PER_TOKEN
 from ..output import is_scipy_sparse
 from ..validation import InputError
-from .llm_judging import ANSWER_CHECKS, JudgeReply, JudgeRequest, JudgeSettings, TopicJudgements, judged_topics
-
-#: ProxAnn's q1 system prompt (``prompts/q1/system_prompt.txt``).
-LABEL_SYSTEM_PROMPT = (
-    "You are a helpful AI assistant tasked with creating descriptive labels for a set of keywords and a group of "
-    "documents, each focused on a common topic, as similar as possible to how a human would do. The goal is to "
-    "provide meaningful, concise labels that capture the central theme or key concepts represented by the keywords "
-    "and documents."
+from .llm_document_prompts import (
+    LABEL_PROMPT, LABEL_SYSTEM_PROMPT, LABEL_TOKENS, LABEL_WORDS, TEMPLATE_TOKENS, choice_probabilities, expected_fit,
+    fit_request, label_request, parse_choice, parse_fit, parse_label, rank_request,
 )
-#: ProxAnn's q1 question (``prompts/q1/instructions_question_prompt.txt``) without its examples.
-LABEL_PROMPT = (
-    "You will be provided with a set of keywords and a group of documents, each centered around a common topic. "
-    "Your task is to analyze both the keywords and the content of the documents to create a clear, concise label "
-    "that accurately reflects the overall theme they share.\n\nTask Breakdown:\n"
-    "1. Examine the Keywords: Use the keywords as clues to identify the general subject area or themes present in "
-    "the documents.\n"
-    "2. Review the Documents: Skim the summaries provided to understand their main ideas and any recurring elements.\n"
-    "3. Generate a Label: Based on the keywords and document content, come up with a single label that best "
-    "describes the topic connecting all the documents.\n\n"
-    "KEYWORDS: {keywords}\nDOCUMENTS: {documents}\n"
-    "Based on the keywords and document content, come up with a single category that best describes the topic "
-    "connecting all the documents. Return just the category.\nCATEGORY:"
-)
-#: ProxAnn's q2 prompts (``prompts/q2_mean/``).
-FIT_SYSTEM_PROMPT = (
-    "You are a helpful AI assistant tasked with determining if a document fits a given category, aiming to make "
-    "judgments closely aligned with human reasoning."
-)
-FIT_PROMPT = (
-    "Please act as an impartial judge and assign an integer score from 1 to 5 indicating how well the DOCUMENT fits "
-    "the given CATEGORY. Do not provide any reasoning or explanation\n\n"
-    "[[ ## CATEGORY ## ]]\n{category}\n\n[[ ## DOCUMENT ## ]]\n{document}"
-)
-#: ProxAnn's q3 prompts (``prompts/q3_mean/``).
-RANK_SYSTEM_PROMPT = (
-    "You are a helpful AI assistant tasked with comparing pairs of documents within a given category. Your goal is "
-    "to determine which document in each pair is more closely related to the category, aiming to make judgments as "
-    "closely aligned with human reasoning as possible."
-)
-RANK_PROMPT = (
-    "Please act as an impartial judge and determine which of the two documents (A or B) is more closely related to "
-    "the given CATEGORY. Avoid any positional bias, and ensure that the order in which the documents are presented "
-    "does not influence your decision. Output your verdict strictly using this format: 'A' if DOCUMENT_A is more "
-    "closely related to the CATEGORY, or 'B' if DOCUMENT_B is more closely related.\n\n"
-    "[[ ## CATEGORY ## ]]\n{category}\n\n[[ ## DOCUMENT_A ## ]]\n{doc_a}\n\n[[ ## DOCUMENT_B ## ]]\n{doc_b}"
-)
-FIT_SCORES = ("1", "2", "3", "4", "5")
-#: Reply token limits: a category, a score, a letter.
-LABEL_TOKENS, FIT_TOKENS, RANK_TOKENS = 24, 5, 5
-#: Top words shown with the exemplars (ProxAnn: 10).
-LABEL_WORDS = 10
-#: Tokens kept for what a chat template adds around the messages (role markers, separators).
-TEMPLATE_TOKENS = 32
+from .llm_judging import JudgeSettings, TopicJudgements, judged_topics
 
 
 @dataclass(frozen=True)
@@ -184,99 +135,6 @@ def excerpt(text: str, settings: JudgeSettings, limit: int, count_tokens) -> str
         shown = shown[: max(1, min(len(shown) - 1, len(shown) * limit // max(count_tokens(result), 1)))]
         result = " ".join(shown)
     return result
-
-
-# -- what is asked ------------------------------------------------------------------------------
-
-
-def _temperature(settings: JudgeSettings, sample: int) -> float:
-    return 0.0 if sample == 0 else settings.temperature  # ProxAnn asks at 0; further samples vary
-
-
-def label_request(shown: TopicDocuments, excerpts, settings: JudgeSettings, sample: int = 0) -> JudgeRequest:
-    """The category question of a topic: its top words and its exemplars' excerpts."""
-    documents = "".join(f"\n- {text}" for text in excerpts)
-    user = LABEL_PROMPT.format(keywords=" ".join(shown.words), documents=documents)
-    return JudgeRequest("label", (("system", LABEL_SYSTEM_PROMPT), ("user", user)), max_tokens=LABEL_TOKENS,
-                        sample=sample, temperature=_temperature(settings, sample))
-
-
-def fit_request(category: str, document: str, settings: JudgeSettings, sample: int = 0) -> JudgeRequest:
-    """How well one document fits the category, 1 to 5."""
-    user = FIT_PROMPT.format(category=category, document=document)
-    return JudgeRequest("fit", (("system", FIT_SYSTEM_PROMPT), ("user", user)), max_tokens=FIT_TOKENS,
-                        sample=sample, temperature=_temperature(settings, sample))
-
-
-def rank_request(category: str, doc_a: str, doc_b: str, settings: JudgeSettings, sample: int = 0) -> JudgeRequest:
-    """Which of two documents is more closely related to the category."""
-    user = RANK_PROMPT.format(category=category, doc_a=doc_a, doc_b=doc_b)
-    return JudgeRequest("rank", (("system", RANK_SYSTEM_PROMPT), ("user", user)), max_tokens=RANK_TOKENS,
-                        sample=sample, temperature=_temperature(settings, sample))
-
-
-# -- reading replies ----------------------------------------------------------------------------
-
-
-def parse_label(text: str | None) -> str | None:
-    """The category a reply names: its first non-empty line, without a leading "CATEGORY:",
-    quotes or markup; None when nothing is left."""
-    for line in (text or "").splitlines():
-        cleaned = re.sub(r"^\s*(?:\*\*)?category(?:\*\*)?\s*:\s*", "", line, flags=re.IGNORECASE)
-        cleaned = cleaned.strip().strip("\"'`*#").strip()
-        if cleaned:
-            return cleaned[:200]
-    return None
-
-
-def parse_fit(text: str | None) -> int | None:
-    """The score a reply gives: its only standalone 1 to 5 ("4", "Score: 2."); None otherwise."""
-    found = re.findall(r"(?<![\d.])([1-5])(?!\d|\.\d)", text or "")
-    return int(found[0]) if found and len(set(found)) == 1 else None
-
-
-def expected_fit(top_logprobs) -> float | None:
-    """The expected score under the first token's probabilities of "1" to "5", renormalised over
-    the five; None when none of them is among the top log-probabilities."""
-    probabilities = _choice_probabilities(top_logprobs, FIT_SCORES)
-    if probabilities is None:
-        return None
-    return sum((k + 1) * p for k, p in enumerate(probabilities)) / sum(probabilities)
-
-
-def parse_choice(text: str | None) -> str | None:
-    """The document a ranking reply picks, "A" or "B" ("A", "'B'.", "Document A"); None otherwise."""
-    match = re.fullmatch(r"\W*(?:document[ _]?)?([AB])\W*", (text or "").strip(), flags=re.IGNORECASE)
-    return match.group(1).upper() if match else None
-
-
-def choice_probabilities(top_logprobs) -> tuple | None:
-    """(p(A), p(B)) of the first token, each summed over its spellings (" A", "a"); None when
-    neither is among the top log-probabilities."""
-    return _choice_probabilities(top_logprobs, ("a", "b"))
-
-
-def _choice_probabilities(top_logprobs, choices) -> tuple | None:
-    sums = dict.fromkeys(choices, 0.0)
-    for token, logprob in top_logprobs or ():
-        key = re.sub(r"[^\w]", "", str(token)).lower()
-        if key in sums and logprob is not None and math.isfinite(logprob):
-            sums[key] += math.exp(float(logprob))
-    return tuple(sums.values()) if any(sums.values()) else None
-
-
-def is_document_answer(request: JudgeRequest, reply: JudgeReply) -> bool:
-    """Whether ``reply`` answers a document-level question (a category, a score, a choice)."""
-    if reply.error is not None:
-        return False
-    if request.task == "label":
-        return parse_label(reply.text) is not None
-    if request.task == "fit":
-        return expected_fit(reply.top_logprobs) is not None or parse_fit(reply.text) is not None
-    return choice_probabilities(reply.top_logprobs) is not None or parse_choice(reply.text) is not None
-
-
-ANSWER_CHECKS.update(dict.fromkeys(("label", "fit", "rank"), is_document_answer))
 
 
 # -- scoring ------------------------------------------------------------------------------------

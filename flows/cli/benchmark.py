@@ -92,20 +92,33 @@ def add_report_command(commands) -> None:
 
 
 def add_paper_command(commands) -> None:
-    """topicbench paper: the paper's Experiment Sets 1 and 2."""
+    """topicbench paper: the paper's Experiment Sets 1 and 2, from their experiment files; the
+    defaults shown are those files' (read here, so that the help cannot tell another story)."""
+    from topicbench.core.datasets import DATA_HOME_VARIABLE
+    from topicbench.flows.experiments import PAPER_EXPERIMENTS, read_experiment
+
+    set1 = read_experiment(PAPER_EXPERIMENTS[0])  # the paper runs the sets with Set 1's corpora, seeds and workers
     paper = commands.add_parser(
-        "paper", help="reproduce the paper's Experiment Sets 1 and 2 (corpora: --data, ../shared/data or the data cache)",
-        description="Run the paper's experiments (spec §4) and write their reports to results/paper/.",
+        "paper", help=f"reproduce the paper's Experiment Sets 1 and 2 (corpora: --data, else the data cache, "
+        f"${DATA_HOME_VARIABLE})",
+        description=f"Run the E-LDA paper's experiments, defined by the experiment files "
+        f"{' and '.join(PAPER_EXPERIMENTS)} shipped with topicbench, with the options below over them, and write "
+        "their report to results/paper/.",
     )
-    paper.add_argument("--baselines", nargs="*", help="Set 2 baselines to include (default: the paper's, "
-                       "bertopic prodlda etm ctm fastopic; any registered model, e.g. nmf lsi hdp keynmf s3 gmm)")
-    paper.add_argument("--corpora", nargs="+", help="subset of congress reuters 20ng_politics (default: all three)")
-    paper.add_argument("--data", help="folder holding congress/, reuters/ and 20ng_politics/ (default: ../shared/data "
-                       "when it exists, else the data cache of `topicbench data fetch`)")
-    paper.add_argument("--seeds", type=integer_in(0, MAX_SEED), nargs="+", default=[0, 1, 2],
+    paper.add_argument("--baselines", nargs="*", help=f"Set 2 baselines to include (default: the paper's, as "
+                       f"{PAPER_EXPERIMENTS[1]} lists them; any registered model joins at the paper's K, e.g. nmf "
+                       "lsi hdp keynmf s3 gmm)")
+    paper.add_argument("--corpora", nargs="+", help=f"a subset of {' '.join(c['name'] for c in set1['corpora'])} "
+                       "(default: all of them)")
+    paper.add_argument("--data", metavar="FOLDER", help=f"folder holding the corpora, one folder each (default: "
+                       f"${DATA_HOME_VARIABLE}, else the data cache where `topicbench data fetch` puts them)")
+    paper.add_argument("--seeds", type=integer_in(0, MAX_SEED), nargs="+", default=set1["seeds"],
                        help="seeds, one run each per corpus and model")
-    paper.add_argument("--iterations", type=integer_at_least(1), default=1000, help="Gibbs sweeps (the paper: 1000)")
-    paper.add_argument("--workers", type=integer_at_least(1), default=2,
+    sweeps = sorted({model["settings"]["iterations"] for model in set1["models"]
+                     if "iterations" in model.get("settings", {})})
+    paper.add_argument("--iterations", type=integer_at_least(1), help=f"sweeps of every Gibbs LDA run (default: the "
+                       f"experiment files', {' or '.join(map(str, sweeps))})")
+    paper.add_argument("--workers", type=integer_at_least(1), default=set1["workers"],
                        help="Dask worker processes fitting models concurrently (ignored with --scheduler)")
     paper.add_argument("--scheduler", metavar="ADDRESS", help="run the fits on an existing Dask scheduler")
     connect_timeout_argument(paper)
@@ -248,18 +261,17 @@ def _print_written(written: dict) -> None:
 
 
 def run_paper_command(args) -> int:
-    from topicbench.flows.paper import (
-        PAPER_CORPORA, SET2_BASELINES, check_paper_bundle, default_data_folder, paper_config, run_paper,
-    )
+    from topicbench.flows.paper import check_paper_bundle, paper_config, run_paper
     from topicbench.tasks.store.checks import check_tracking_uri
 
     hide_library_tracebacks(args.verbose)
 
     uri = tracking_uri(args.tracking_uri)
+    # an option left out (None) keeps the experiment files' value
     settings = dict(
-        data=args.data or default_data_folder(), seeds=args.seeds, iterations=args.iterations, workers=args.workers,
-        baselines=tuple(args.baselines) if args.baselines is not None else tuple(SET2_BASELINES),
-        corpora=tuple(args.corpora or PAPER_CORPORA),
+        data=args.data or None, seeds=args.seeds, iterations=args.iterations, workers=args.workers,
+        baselines=tuple(args.baselines) if args.baselines is not None else None,
+        corpora=tuple(args.corpora) if args.corpora else None,
     )
     settings["llm"] = llm_block(args, None)
     config = paper_config(**settings, tracking_uri=uri)  # the corpora, baselines and seeds, checked

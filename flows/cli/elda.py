@@ -38,7 +38,7 @@ def add_elda_command(commands) -> None:
         help="an OCTIS folder (corpus.tsv [+ vocabulary.txt]), a text file with one document a "
         "line, or 'lee' (gensim's bundled Lee news corpus)",
     )
-    elda.add_argument("--generator", choices=GENERATORS, default=DEFAULT_GENERATOR, help="keyword topic generator (spec §2)")
+    elda.add_argument("--generator", choices=GENERATORS, default=DEFAULT_GENERATOR, help="keyword topic generator (the E-LDA paper's keyword generators)")
     elda.add_argument("--kappa", type=number_in(1), default=2.0, help="mean number of topics per document (>= 1)")
     elda.add_argument(
         "--preprocessed", action="store_true",

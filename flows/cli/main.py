@@ -1,11 +1,11 @@
 """The ``topicbench`` command line: the parser of every sub-command, and the way a command ends.
 
-Each command group lives in its own module, which adds its sub-commands to the parser and holds
-their bodies: ``elda`` and ``compile`` in :mod:`.cli_elda`; ``run``, ``serve``, ``report`` and
-``paper`` in :mod:`.cli_benchmark`; ``data`` in :mod:`.cli_data`; ``models``, ``metrics`` and
-``schema`` in :mod:`.cli_catalog`; ``ui`` in :mod:`.cli_ui`; ``judge`` in :mod:`.cli_judge`;
-``search`` in :mod:`.cli_search`;
-``leaderboard`` in :mod:`.cli_leaderboard`. What several share is in :mod:`.cli_common`.
+Each command group lives in its own module of :mod:`topicbench.flows.cli`, which adds its
+sub-commands to the parser and holds their bodies: ``elda`` and ``compile`` in ``elda``; ``run``,
+``serve``, ``report`` and ``paper`` in ``benchmark``; ``data`` in ``data``; ``models``, ``metrics``
+and ``schema`` in ``catalog``; ``ui`` in ``ui``; ``judge`` in ``judge``; ``search`` in ``search``;
+``export`` and ``import`` in ``bundle``; ``leaderboard`` in ``leaderboard``. What several share is in
+``common``.
 
 Exit status: 0 done; 1 the work failed (a failed run, a bug: its traceback); 2 a usage or input
 error (one line, ``topicbench: error: ...``); 130 interrupted (Ctrl-C or SIGTERM).
@@ -38,7 +38,7 @@ from topicbench.flows.cli.ui import add_ui_command
 from topicbench.flows.console import configure_console, quiet_library_progress_bars, quiet_worker_consoles
 from topicbench.flows.runtime import prefect_defaults
 from topicbench.flows.cli.startup import defer_imports
-from topicbench.tasks.store.checks import use_tracking_defaults
+from topicbench.tasks.store.tracking_settings import use_tracking_defaults
 
 #: The exit status of an interrupted command (128 + SIGINT, as a shell reports it).
 EXIT_INTERRUPTED = 130
@@ -105,20 +105,35 @@ def _run_command(args) -> int:
             check_prefect_environment()  # before any work: Prefect would fail later, with a traceback
         return args.handler(args)
     except KeyboardInterrupt:
-        print(f"topicbench: interrupted: finished runs are kept in the tracking store{_spooled_clause()}; the same "
-              f"command resumes", file=sys.stderr)
+        if getattr(args, "runs_flows", False):
+            print(f"topicbench: interrupted: finished runs are kept in the tracking store{_spooled_clause()}; the same "
+                  f"command resumes", file=sys.stderr)
+        else:  # a command that fits nothing (import, report, leaderboard, ...) keeps no runs
+            print("topicbench: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except _user_errors() as error:
         if args.verbose:
             traceback.print_exc()
-        print(f"topicbench: error: {error}", file=sys.stderr)
+        print(f"topicbench: error: {capped(str(error))}", file=sys.stderr)
         return 2
     except Exception as error:  # a bug or a library failure: its traceback, and its cause last
         traceback.print_exc()
-        print(f"topicbench: error: {type(error).__name__}: {error}", file=sys.stderr)
+        print(f"topicbench: error: {type(error).__name__}: {capped(str(error))}", file=sys.stderr)
         return 1
     finally:
         signal.signal(signal.SIGTERM, previous_sigterm)
+
+
+#: Most characters of an error's message the last line shows: an error that quotes its input (a
+#: malformed file's line, say) names the problem in its first words, not in megabytes of input.
+MAX_ERROR_CHARACTERS = 1000
+
+
+def capped(message: str) -> str:
+    """``message`` cut to :data:`MAX_ERROR_CHARACTERS`, saying how much was left out."""
+    if len(message) <= MAX_ERROR_CHARACTERS:
+        return message
+    return f"{message[:MAX_ERROR_CHARACTERS]}… ({len(message) - MAX_ERROR_CHARACTERS:,} more characters not shown)"
 
 
 def _interrupt_on_sigterm(signum, frame):
@@ -130,7 +145,7 @@ def _user_errors() -> tuple:
     """Errors that a user's input or environment causes: one line, no traceback (unless -v)."""
     from topicbench.baselines.base import ModelError
     from topicbench.flows.runtime import PrefectServerStartError
-    from topicbench.tasks.store.checks import TrackingError
+    from topicbench.tasks.store.tracking_error import TrackingError
 
     return (InputError, TrackingError, ModelError, PrefectServerStartError, ConnectionError)
 

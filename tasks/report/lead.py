@@ -15,7 +15,7 @@ def _counted(count: int, one: str, many: str) -> str:
 
 def report_lead(data) -> tuple:
     """The lines at the top of the report of ``data`` (its
-    :class:`~topicbench.tasks.report.sections.ReportData`): what the report rests on, when and how it
+    :class:`~topicbench.tasks.report.parts.ReportData`): what the report rests on, when and how it
     was made, and what is not finished yet (named, so that a partial report says so)."""
     done = data.finished
     config = data.config or {}

@@ -1,6 +1,6 @@
 """Plots already drawn, kept in the report's folder: an unchanged report redraws nothing.
 
-A plot is a pure function of its request (the :class:`~.sections.Plot`'s file name and drawing
+A plot is a pure function of its request (the :class:`~.parts.Plot`'s file name and drawing
 function with its arguments), the run table, the models' order (their colours and markers) and
 the code that draws it. :class:`PlotCache` keys each drawing by all four, and keeps what was
 drawn (a PNG's bytes, an interactive figure's HTML) under ``.plot-cache/`` in the report folder.

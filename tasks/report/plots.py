@@ -330,7 +330,7 @@ def duration_label(seconds: float) -> str:
 
 
 def write_plots(plots, runs: pd.DataFrame, folder, models, cache=None) -> dict:
-    """Draw every plot request (see ``sections.Plot``) and write it as PNG into ``folder``;
+    """Draw every plot request (see ``parts.Plot``) and write it as PNG into ``folder``;
     returns file name -> path for those that had something to draw. ``models`` fixes each model's
     style for all of them. With a :class:`~.plot_cache.PlotCache`, a plot drawn before from the
     same request and runs is copied from it, not drawn (matplotlib is imported only to draw)."""

@@ -27,11 +27,11 @@ from pathlib import Path
 import pandas as pd
 
 from .interactive import plotly_script
-from .sections import Plot, Report, Section
+from .parts import Plot, Report, Section
 from .statistics import Flip
 from .summary import footnote_mark
 from .tables import Estimate, Gap, PartialValue, ReportTable, Share, TopicWords
-from .text import display_text, markdown_paragraph, markdown_text, to_html, to_markdown
+from .text import display_text, html_attribute, markdown_paragraph, markdown_text, to_html, to_markdown, visible_controls
 
 MISSING = "–"
 #: Significant digits of every number shown (an sd: two).
@@ -333,13 +333,13 @@ def _html_head(table: ReportTable, columns) -> str:
         else:
             groups.append([group, 1])
         labels.append(f"<th>{_breakable(label)}</th>")
-    top = "".join(f"<th class='group' colspan='{span}'>{to_html(group)}</th>" for group, span in groups)
+    top = "".join(f"<th class='group' colspan='{span}'>{to_html(visible_controls(group) if isinstance(group, str) else group)}</th>" for group, span in groups)
     return f"<tr>{top}</tr><tr>{''.join(labels)}</tr>"
 
 
 def _breakable(text) -> str:
     """Header text that may wrap after an underscore or a dot (``20ng_politics``)."""
-    return re.sub(r"([_.])", r"\1<wbr>", to_html(text))
+    return re.sub(r"([_.])", r"\1<wbr>", to_html(visible_controls(text) if isinstance(text, str) else text))
 
 
 def _html_cell(table: ReportTable, row: int, column, text: str, numeric: bool, ranked: dict) -> str:
@@ -353,7 +353,7 @@ def _html_cell(table: ReportTable, row: int, column, text: str, numeric: bool, r
     if rank is not None:  # shown, as the table's note promises, not only on hover
         content += f" <span class='rank'>{circled(rank)}</span>"
         attributes += (f" style='background:{rank_colour(rank, ranked[column])}'"
-                       f" title='{html.escape(_rank_tip(value, rank, ranked[column]), quote=True)}'")
+                       f" title='{html_attribute(_rank_tip(value, rank, ranked[column]))}'")
     return f"<td{attributes}>{content}</td>"
 
 

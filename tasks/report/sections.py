@@ -1,5 +1,8 @@
-"""The report's sections: a registry of section builders, each a pure function from the report's
-data to a :class:`Section` of paragraphs, tables (numbers) and plot requests.
+"""The report's sections: a registry of section builders, each a pure function of the report's data.
+
+A builder reads a :class:`~topicbench.tasks.report.parts.ReportData` and returns a
+:class:`~topicbench.tasks.report.parts.Section` of paragraphs, tables (numbers) and plot requests,
+or None where it has nothing to show.
 
 A config names the sections to show (``BenchmarkConfig.report_sections``; default
 :data:`DEFAULT_REPORT_SECTIONS`); a benchmark with sections of its own (the paper's) registers
@@ -9,12 +12,8 @@ are drawn by :mod:`topicbench.tasks.report.plots`, text by :mod:`topicbench.task
 
 from __future__ import annotations
 
-import datetime as dt
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from functools import partial
-from typing import Callable
-
-import pandas as pd
 
 from topicbench.core.io import file_name_for
 from topicbench.core.metrics.llm_judging import JudgeSettings
@@ -25,17 +24,17 @@ from . import interactive as interactive
 from . import plots as plots
 from .stability import stability_remarks, stability_tables
 from topicbench.tasks.results.runs import TABLE_N, TOPIC_SCORES_SHOWN  # noqa: F401 (what every reader keeps)
-from topicbench.tasks.results.stability import StabilityFindings
+from .parts import Plot, Report, ReportData, Section
 from .statistics import ranking_agreement, set1_table
 from topicbench.tasks.store.artifacts import EXCERPT_CHARS
 from .tables import (
-    FINISHED, ReportTable, changed_settings_table, failed_runs, interrupted_runs, higher_is_better, metric_pivot,
+    ReportTable, changed_settings_table, failed_runs, interrupted_runs, higher_is_better, metric_pivot,
     pair_order, training_table,
 )
 from .topics import elda_topics, matched_topics, model_topics, topic_examples, topics_by_label
 from .summary import (
     direction_words, judged_sample_caution, k_cautions, matched_k_table, metric_name, model_metrics, requested_keys,
-    requested_metrics, score_table, summary_table, unlisted_models_note, with_chance_flags,
+    requested_metrics, score_table, summary_table, unlisted_models_note, unscored_reason, with_chance_flags,
 )
 from .lead import report_lead
 from .llm_judged import (
@@ -62,109 +61,6 @@ SUMMARY_JUDGED = {"llm_rating": "LLM rating (1-3)", "llm_intrusion": "LLM intrus
 TOPICS_SHOWN, TOPIC_WORDS_SHOWN = 5, TABLE_N
 
 
-@dataclass(frozen=True)
-class Plot:
-    """A figure a section shows: ``draw(runs, styles)`` returns a matplotlib figure (or None when
-    there is nothing to draw), written to ``file_name`` by :func:`.plots.write_plots`;
-    ``interactive(runs, styles)``, when given, the same data as a Plotly figure, which the HTML
-    page shows instead of the image (:mod:`~topicbench.tasks.report.interactive`)."""
-
-    file_name: str
-    alt: str
-    draw: Callable
-    interactive: Callable | None = None
-
-
-@dataclass(frozen=True)
-class Section:
-    """A heading and its blocks in reading order: paragraphs, :class:`ReportTable`, :class:`Plot`;
-    an ``opening`` section (the summary) is shown above the table of contents.
-
-    Every text of a report (titles, paragraphs, cells, notes) is plain text, shown as given; a
-    paragraph with Markdown of its own is a :class:`~topicbench.tasks.report.text.Markdown`,
-    whose user text is marked (:mod:`~topicbench.tasks.report.text`)."""
-
-    title: str
-    blocks: tuple = ()
-    opening: bool = False
-
-
-@dataclass(frozen=True)
-class Report:
-    """A whole report before rendering: title, the lines at the top, and the sections."""
-
-    title: str
-    lead: tuple
-    sections: tuple
-
-    def plots(self) -> list[Plot]:
-        return [block for section in self.sections for block in section.blocks if isinstance(block, Plot)]
-
-
-@dataclass(frozen=True, eq=False)
-class ReportData:
-    """What every section is built from.
-
-    Attributes
-    ----------
-    runs : pandas.DataFrame
-        The run table of :func:`topicbench.tasks.results.store.collect_runs`.
-    experiment, command : str
-        The MLflow experiment, and the command that regenerates the report.
-    config : dict or None
-        The benchmark config of the experiment's latest parent run (its order of corpora and
-        models, its seeds), None where the store holds none.
-    notes : str
-        Free text shown under "Notes" (paragraphs separated by blank lines).
-    calibration : dict or None
-        The latest word-level calibration against people of the LLM that judged the runs
-        (:func:`topicbench.tasks.results.calibration_runs.latest_calibration`), None when there is none.
-    document_calibration : dict or None
-        Its latest document-level calibration, on ProxAnn's user study
-        (:func:`topicbench.tasks.results.calibration_runs.latest_proxann_calibration`), None when there is none.
-    stability : StabilityFindings or None
-        Each model's stability across seeds, read from the runs' outputs
-        (:func:`topicbench.tasks.results.stability.collect_stability`); None when not collected.
-    topic_scores : dict or None
-        (corpus, model, seed) -> each topic's share of the documents and own scores
-        (:func:`topicbench.tasks.results.store.collect_topic_scores`), read for the corpora where the
-        models differ in K, for the summary's comparison at matched K; None when not collected.
-    """
-
-    runs: pd.DataFrame
-    experiment: str
-    command: str
-    config: dict | None = None
-    notes: str = ""
-    calibration: dict | None = None
-    document_calibration: dict | None = None
-    stability: StabilityFindings | None = None
-    topic_scores: dict | None = None
-    generated: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.timezone.utc))
-
-    @property
-    def finished(self) -> pd.DataFrame:
-        return self.runs[self.runs.status == FINISHED]
-
-    @property
-    def corpora(self) -> list[str]:
-        return _in_config_order(self.runs.corpus, [c["name"] for c in (self.config or {}).get("corpora", [])])
-
-    @property
-    def models(self) -> list[str]:
-        names = [m.get("label") or m["model"] for m in (self.config or {}).get("models", [])]
-        return _in_config_order(self.runs.model, names)
-
-    @property
-    def seeds(self) -> list[int]:
-        return list((self.config or {}).get("seeds") or sorted(self.finished.seed.unique().tolist()))
-
-
-def _in_config_order(found: pd.Series, listed: list) -> list:
-    present = set(found.dropna())
-    return [name for name in listed if name in present] + sorted(present - set(listed))
-
-
 def build_report(data: ReportData, sections=DEFAULT_REPORT_SECTIONS) -> Report:
     """The report of ``data`` with the named sections (each builder from :data:`REPORT_SECTIONS`)."""
     built = (REPORT_SECTIONS.get(name)(data) for name in sections)
@@ -186,6 +82,12 @@ def table_section(title: str, text: str, table: ReportTable, *more) -> Section |
     return None if table.empty else Section(title, (text, table, *more))
 
 
+def unshown_section(title: str, reason: str | None, *, opening: bool = False) -> Section | None:
+    """A section that has nothing to show, saying why (``reason``), so that it does not vanish
+    unexplained; None where there is no reason to give (nothing was asked of it)."""
+    return None if reason is None else Section(title, (reason,), opening=opening)
+
+
 def summary_keys(data: ReportData) -> list[tuple]:
     """The (score key, title) pairs of the summary: of :data:`SUMMARY_MEASURES` at N = TABLE_N and
     of :data:`SUMMARY_JUDGED`, those the config asks for (all of them without a config)."""
@@ -203,12 +105,16 @@ def summary_section(data: ReportData) -> Section | None:
                           expected=len(data.seeds), model_metrics=model_metrics(data))
     if table.empty or not any(table.column_groups.get(column, ("",))[0] not in ("K (topics used)", "seeds")
                               for column in table.cells.columns[1:]):
-        return None
+        return unshown_section("Summary: who wins where", unscored_reason(data, summary_keys(data)), opening=True)
     matched = matched_k_table(data.topic_scores or {}, [key for key in summary_keys(data) if key[0].partition("@")[0]
                                                          in dict(COHERENCE_MEASURES)],
                               models=list(table.cells.model), corpora=data.corpora)
+    shown = {group[0] for group in table.column_groups.values()}
+    unscored = [(key, title) for key, title in summary_keys(data)
+                if title not in shown and metric_name(key) in requested_metrics(data)]
+    missing = (unscored_reason(data, unscored),) if unscored else ()  # a column with no value at all: why
     return Section("Summary: who wins where", (*k_cautions(data, not matched.empty), *unlisted_models_note(data), table,
-                                               *(() if matched.empty else (matched,))), opening=True)
+                                               *missing, *(() if matched.empty else (matched,))), opening=True)
 
 
 @register_section("requested_scores")
@@ -222,8 +128,8 @@ def requested_scores_section(data: ReportData) -> Section | None:
     shown = dict(models=data.models, corpora=data.corpora, expected=len(data.seeds), model_metrics=model_metrics(data))
     tables = [replace(table, title=f"{key}{direction_words(key)}") for key in keys
               if not (table := score_table(data.runs, key, **shown)).empty]
-    if not tables:
-        return None
+    if not tables:  # none asked beyond the summary's, or none scored: then why
+        return unshown_section("Every other score asked for", unscored_reason(data, [(key, key) for key in keys]))
     described = "; ".join(f"{metric}: {METRICS.get(metric).description} ({METRICS.get(metric).aggregate})"
                           for metric in dict.fromkeys(metric_name(key) for key in keys))
     return Section("Every other score asked for", (
@@ -273,7 +179,13 @@ def pivots(data: ReportData, columns, keep_empty: bool = False) -> list:
 
 
 @register_section("coherence")
-def coherence_section(data: ReportData) -> Section:
+def coherence_section(data: ReportData) -> Section | None:
+    """Each coherence measure against N, a plot per corpus, and a table of each at N = TABLE_N;
+    where no model has any of them, only why (:func:`~topicbench.tasks.report.summary.unscored_reason`)."""
+    keys = [(f"{key}@{TABLE_N}", f"{title}@{TABLE_N}") for key, title in COHERENCE_MEASURES]
+    tables = pivots(data, keys)
+    if not tables:
+        return unshown_section("Coherence against N", unscored_reason(data, keys))
     figures = tuple(Plot(f"coherence_{file_name_for(corpus)}.png", f"coherence against N on {corpus}",
                          partial(plots.coherence_figure, corpus=corpus, measures=COHERENCE_MEASURES),
                          partial(interactive.coherence_figure, corpus=corpus, measures=COHERENCE_MEASURES))
@@ -283,7 +195,7 @@ def coherence_section(data: ReportData) -> Section:
         *figures,
         f"The tables compare the models at N = {TABLE_N}: mean ± sd over seeds. A model whose topics have "
         f"fewer than {TABLE_N} words shows its score at the largest N they allow, as (N=…).",
-        *pivots(data, [(f"{key}@{TABLE_N}", f"{title}@{TABLE_N}") for key, title in COHERENCE_MEASURES]),
+        *tables,
     ))
 
 
@@ -306,8 +218,10 @@ def llm_judged_section(data: ReportData) -> Section | None:
     how far that LLM agrees with people, its latest calibration, said plainly when it is weak), then
     from their documents (the same, on ProxAnn's study), then what the judging cost."""
     words, documents = pivots(data, LLM_MEASURES), pivots(data, DOCUMENT_MEASURES)
-    if not words and not documents:
-        return None
+    if not words and not documents:  # asked for and never scored (no endpoint, ...): then why
+        judged = [(key, title) for key, title in (*LLM_MEASURES[:2], *DOCUMENT_MEASURES[:2])
+                  if key in requested_metrics(data)]
+        return unshown_section("Judged by an LLM", unscored_reason(data, judged))
     llm = (data.config or {}).get("llm") or {}
     model, base_url = llm.get("model", "the LLM"), llm.get("base_url", "")
     word_blocks = (
@@ -338,9 +252,11 @@ def llm_judged_section(data: ReportData) -> Section | None:
 
 
 @register_section("diversity")
-def diversity_section(data: ReportData) -> Section:
+def diversity_section(data: ReportData) -> Section | None:
     columns = [(f"topic_diversity@{n}", f"TD@{n}") for n in (10, 25)] + [(f"inverted_rbo@{TABLE_N}", "inverted RBO")]
-    return Section("Topic diversity", tuple(pivots(data, columns)))
+    tables = pivots(data, columns)
+    return Section("Topic diversity", tuple(tables)) if tables else unshown_section(
+        "Topic diversity", unscored_reason(data, columns))
 
 
 @register_section("training")
@@ -436,7 +352,9 @@ def topics_section(data: ReportData) -> Section | None:
     shown = dict(corpora=data.corpora, models=data.models, topics=TOPICS_SHOWN)
     tables = model_topics(data.runs, **shown, words=TOPIC_WORDS_SHOWN, scored_by=TOPIC_SCORES_SHOWN)
     if not tables:
-        return None
+        finished = len(data.runs) and (data.runs.status == "FINISHED").any()
+        return unshown_section("Topics: every model's most prevalent topics", "Not shown: " + (
+            "no finished run logged its topics" if finished else "no run of this experiment finished") + ".")
     matched = matched_topics(data.runs, **shown, words=TOPIC_WORDS_SHOWN)
     examples = topic_examples(data.runs, **shown, words=TOPIC_WORDS_SHOWN)
     by_label = topics_by_label(data.runs, **shown)

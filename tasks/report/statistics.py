@@ -18,7 +18,7 @@ from topicbench.core.metrics.stats import paired_test
 from .summary import gap_reason
 from .tables import ReportTable, Share, best_rows, estimate, finished_runs, higher_is_better
 
-#: Set 1's three log posteriors (spec §4): the LDA's own assignment, E-LDA on its topics, RandK.
+#: Set 1's three log posteriors (the E-LDA paper's experiments): the LDA's own assignment, E-LDA on its topics, RandK.
 SET1_COLUMNS = (
     ("log_likelihood_own", "LDA (own) ×1e6"), ("log_likelihood_elda", "E-LDA ×1e6"), ("log_likelihood_randk", "RandK ×1e6"),
 )

@@ -29,7 +29,7 @@ from .write import ReportWriteError
 from .interactive import interactive_plots
 from .plots import write_plots
 from .render import render_html, render_markdown
-from .sections import Plot, Report, Section
+from .parts import Plot, Report, Section
 from .tables import Estimate, ReportTable
 from .text import Code, Markdown, Text
 
@@ -311,7 +311,7 @@ def _cost_section(choices, counts) -> Section:
 
 def write_study_report(report: Report, chosen_configs: dict, folder) -> dict:
     """Write ``search.md``, ``search.html``, the plots and the chosen configs (file name -> config,
-    :func:`topicbench.flows.search.chosen_configs`) into ``folder`` (each file whole or not at
+    :func:`topicbench.flows.search_choice.chosen_configs`) into ``folder`` (each file whole or not at
     all); returns their paths (``configs``: one per chosen config)."""
     folder = Path(folder)
     try:

@@ -1,7 +1,7 @@
 """The summary and every score asked for, made for a verdict a reader can trust.
 
 Pure functions of the run table of :func:`topicbench.tasks.results.store.collect_runs` (and of the
-report's data, :class:`~topicbench.tasks.report.sections.ReportData`, for the paragraphs):
+report's data, :class:`~topicbench.tasks.report.parts.ReportData`, for the paragraphs):
 
 - the summary's table (:func:`summary_table`): beside each model's scores its K (the topics it
   used) and the seeds its cells rest on; where models differ in K by more than
@@ -291,6 +291,50 @@ def score_table(runs: pd.DataFrame, key: str, *, models, corpora, expected: int 
     best = {(row, corpus) for corpus, values in columns.items() for row in clear_best(values, higher_is_better(key))}
     cells, footnotes = mark_gaps(pd.DataFrame({"model": pd.Series(present, dtype=object), **columns}))
     return ReportTable(cells, frozenset(best), note=table.note + footnotes if table.note else footnotes.strip())
+
+
+#: Reasons an empty section lists at most, then how many more there are.
+UNSCORED_REASONS_SHOWN = 6
+
+
+def unscored_reason(data, keys) -> str | None:
+    """Why the scores ``keys`` ((score key, title) pairs), called once none of them has a value,
+    are not shown: no model has a value of any of them on any corpus, and each distinct reason
+    its runs give (:func:`gap_reason`: its runs failed, the metric does not apply to it, ...),
+    said once for all the metrics and models it holds for; where the config asks for none of
+    them, that. None without keys."""
+    asked = set(requested_metrics(data))
+    titles = ", ".join(dict.fromkeys(title for _, title in keys))
+    keys = [(key, title) for key, title in keys if metric_name(key) in asked]
+    if not keys and titles:
+        listed = (data.config or {}).get("metrics")
+        return f"Not shown: {'the config asks for none of' if listed else 'no run holds a score of'} {titles}."
+    if not keys:
+        return None
+    present = [model for model in data.models if (data.runs.model == model).any()] if len(data.runs) else []
+    restricted = model_metrics(data)
+    reasons = _grouped_reasons((metric_name(key), model, gap_reason(data.runs, corpus, model, key,
+                                                                    restricted.get(model)))
+                               for key, _ in keys for corpus in data.corpora for model in present)
+    reasons = reasons or ["no run of this experiment was fitted"]
+    more = len(reasons) - UNSCORED_REASONS_SHOWN
+    why = "; ".join(reasons[:UNSCORED_REASONS_SHOWN]) + (f"; and {more} more" if more > 0 else "")
+    titles = ", ".join(dict.fromkeys(title for _, title in keys))  # those asked for
+    return f"Not shown: no model has a value of {titles} on any corpus. Why: {why}."
+
+
+def _grouped_reasons(found) -> list:
+    """Each distinct reason of ``found`` ((metric, model, reason) triples) once: "umass, npmi do
+    not apply to a, b: <why>" where the metrics do not apply to the models for one reason."""
+    grouped: dict = {}
+    for metric, model, reason in found:
+        prefix = f"{metric} does not apply to {model}: "
+        metrics, models = grouped.setdefault(reason.removeprefix(prefix) if reason.startswith(prefix) else (reason,),
+                                             ({}, {}))
+        metrics[metric], models[model] = None, None
+    return [why[0] if isinstance(why, tuple) else
+            f"{', '.join(metrics)} {'does' if len(metrics) == 1 else 'do'} not apply to {', '.join(models)}: {why}"
+            for why, (metrics, models) in grouped.items()]
 
 
 def requested_metrics(data) -> list[str]:

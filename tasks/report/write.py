@@ -13,7 +13,7 @@ from .interactive import interactive_plots
 from .plot_cache import PlotCache
 from .plots import write_plots
 from .render import render_html, render_markdown
-from .sections import Report, ReportData
+from .parts import Report, ReportData
 from .tables import failed_runs, interrupted_runs
 
 

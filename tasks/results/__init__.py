@@ -6,7 +6,8 @@ states and the per-topic scores every reader keeps; ``stability`` scores stabili
 and keeps it with the runs; ``calibration_runs`` finds the judge's calibrations.
 
 **Share** -- ``bundle`` exports an experiment's finished runs as files and imports them into any
-store; ``bundle_tables`` writes and reads their tidy tables (Parquet) and ``scores.jsonl``.
+store; ``bundle_tables`` writes and reads their tidy tables (Parquet), ``bundle_scores`` their
+``scores.jsonl`` (one line per run and score: a diff a reviewer can read).
 
 The report (:mod:`topicbench.tasks.report`) and the leaderboard
 (:mod:`topicbench.tasks.leaderboard`) read runs only through this room.

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from topicbench.tasks.results.bundle import read_manifest
-from topicbench.tasks.results.bundle_tables import findings_from_table, read_tables
+from topicbench.tasks.results.bundle_checks import check_bundle
+from topicbench.tasks.results.bundle_tables import TABLE_COLUMNS, findings_from_table
 from topicbench.tasks.results.runs import TOPIC_SCORES_SHOWN
 from topicbench.tasks.results.runs import FINISHED
 
@@ -33,8 +33,8 @@ class BundleSource:
 
     def __init__(self, folder):
         self.folder = Path(folder)
-        self.manifest, _ = read_manifest(self.folder)
-        self.tables = read_tables(self.folder)  # every table checked against the manifest, up front
+        checked = check_bundle(self.folder)  # all of it checked up front: a malformed bundle is one line
+        self.manifest, self.tables = checked.manifest, checked.tables_named(TABLE_COLUMNS)
         self.experiment = self.manifest["experiment"]
         self.described = f"--bundle {shlex.quote(str(folder))}"
         self._topic_scores = {run_id: _topic_scores_frame(part)

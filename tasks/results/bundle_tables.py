@@ -5,7 +5,8 @@
 :func:`~topicbench.tasks.results.stability.collect_stability`), so a report rendered from the tables
 (:class:`~topicbench.tasks.results.bundle_source.BundleSource`) equals the one rendered from the store.
 :func:`write_tables` writes them under ``tables/`` and returns each one's rows and SHA-256 for the
-manifest; :func:`read_tables` reads them back, checked against it. A run is named by its id in
+manifest; :func:`read_tables` reads them back, checked against it (and
+:mod:`~topicbench.tasks.results.bundle_scores` derives ``scores.jsonl`` from them). A run is named by its id in
 bundles (the id it had in the store it was first exported from), as in ``runs.jsonl``; the
 manifest's ``report_columns`` keeps the order of the report's run table, which the summary's
 metric order follows. Text columns are pandas' ``str`` (a missing value: NaN).
@@ -35,6 +36,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -296,6 +298,11 @@ def describe_runs(tracking_uri: str, experiment: str, fits, scores: pd.DataFrame
     return described
 
 
+def manifest_text(manifest: dict) -> str:
+    """``manifest.json``'s text: keys sorted, one-space indents, a final newline."""
+    return json.dumps(manifest, indent=1, sort_keys=True) + "\n"
+
+
 def write_tables(folder, tables: dict) -> dict:
     """Each table as ``<folder>/tables/<name>.parquet``; {name: {"rows", "sha256"}} for the manifest.
     The same tables give the same bytes (no index, no times), so a re-export changes nothing unchanged."""
@@ -312,33 +319,60 @@ def write_tables(folder, tables: dict) -> dict:
     return written
 
 
-def read_tables(folder) -> dict[str, pd.DataFrame]:
-    """The tables of the bundle in ``folder``, each checked against the manifest (its rows, its
-    SHA-256 and its columns): a :class:`TableError` naming the table and the fix otherwise."""
-    try:
-        manifest = json.loads((Path(folder) / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise TableError(f"{folder} is not a readable result bundle ({error})") from None
-    described = manifest.get("tables")
-    if not described:
+def read_tables(folder, names=None, manifest=None) -> dict[str, pd.DataFrame]:
+    """The tables of the bundle in ``folder`` (those ``names`` names, default all), each checked
+    against the manifest (its rows, its SHA-256 and its columns): a :class:`TableError` naming the
+    table and the fix otherwise. ``manifest``: the one :func:`~topicbench.tasks.results.bundle_checks.check_bundle`
+    read and checked already (else read here); each table a regular file within its limit."""
+    from topicbench.tasks.results.bundle_files import BundleError, read_bundle_file
+
+    if manifest is None:
+        try:
+            manifest = json.loads(read_bundle_file(Path(folder) / MANIFEST, "TOPICBENCH_BUNDLE_MAX_MANIFEST_MB"))
+        except (BundleError, ValueError, RecursionError) as error:
+            raise TableError(f"{folder} is not a readable result bundle ({error})") from None
+    described = manifest.get("tables") if isinstance(manifest, dict) else None
+    if not described or not isinstance(described, dict):
         raise TableError(f"{folder}: this bundle (format {manifest.get('bundle_format')}) has no tables; export it "
                          "again with this topicbench (`topicbench import` it, then `topicbench export`)")
     tables = {}
-    for name, facts in described.items():
-        path = Path(folder) / TABLES_FOLDER / f"{name}.parquet"
-        tables[name] = _read_table(path, name, facts)
+    for name in described if names is None else names:
+        if name not in described:
+            raise TableError(f"{folder}: its manifest lists no table {name!r}; export the bundle again")
+        if not isinstance(name, str) or not name.replace("_", "").isalnum():  # a name that leaves tables/
+            raise TableError(f"{folder / MANIFEST}: field tables names {name!r}, no plain table name")
+        tables[name] = _read_table(Path(folder) / TABLES_FOLDER / f"{name}.parquet", name, described[name])
     return tables
 
 
 def _read_table(path: Path, name: str, facts: dict) -> pd.DataFrame:
+    import io
+
+    import pyarrow.parquet as pq
+
+    from topicbench.tasks.results.bundle_files import BundleError, bundle_limit, read_bundle_file
+
     fix = "export the bundle again, or copy it whole"
     try:
-        data = path.read_bytes()
-    except OSError:
-        raise TableError(f"{path}: table {name!r} is missing; {fix}") from None
-    if hashlib.sha256(data).hexdigest() != facts.get("sha256"):
+        data = read_bundle_file(path, "TOPICBENCH_BUNDLE_MAX_TABLE_MB")
+    except BundleError as error:
+        raise TableError(f"{path}: table {name!r} is missing; {fix}" if not os.path.lexists(path)
+                         else f"table {name!r}: {error}") from None
+    if not isinstance(facts, dict) or hashlib.sha256(data).hexdigest() != facts.get("sha256"):
         raise TableError(f"{path}: table {name!r} is damaged (its SHA-256 is not the manifest's); {fix}")
-    frame = pd.read_parquet(path)
+    limit = bundle_limit("TOPICBENCH_BUNDLE_MAX_TABLE_MB")
+    try:  # what the table unpacks to, read from its footer before any of it is
+        footer = pq.ParquetFile(io.BytesIO(data)).metadata
+        unpacked = sum(footer.row_group(i).total_byte_size for i in range(footer.num_row_groups))
+        if unpacked > limit:
+            raise TableError(f"{path}: table {name!r} unpacks to {unpacked:,} bytes, more than the {limit:,} "
+                             "TOPICBENCH_BUNDLE_MAX_TABLE_MB allows")
+        frame = pd.read_parquet(io.BytesIO(data))
+    except TableError:
+        raise
+    except Exception as error:  # noqa: BLE001 - pyarrow's many errors (ZSTD, Thrift, schema) for one damaged file
+        raise TableError(f"{path}: table {name!r} is no readable Parquet table ({type(error).__name__}: "
+                         f"{str(error)[:200]}); {fix}") from None
     missing = [c for c in TABLE_COLUMNS.get(name, {}) if c not in frame]
     if len(frame) != facts.get("rows") or missing:
         raise TableError(f"{path}: table {name!r} has {len(frame)} rows (the manifest says {facts.get('rows')})"

@@ -17,7 +17,8 @@ from topicbench.tasks.results.runs import FINISHED
 from topicbench.tasks.store.artifacts import TOPIC_DOCUMENTS, TOPIC_SCORES
 from topicbench.tasks.store.fit_record import score_key
 from topicbench.tasks.store.claims import FIT_ROLE, PARENT_ROLE, ROLE_TAG
-from topicbench.tasks.store.checks import TrackingError, check_tracking_uri
+from topicbench.tasks.store.checks import check_tracking_uri
+from topicbench.tasks.store.tracking_error import TrackingError
 from topicbench.tasks.store.filters import search_runs
 
 logger = logging.getLogger(__name__)

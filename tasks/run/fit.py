@@ -3,7 +3,6 @@ score and write its artifacts there, so that only scores and the artifacts' fold
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import time
@@ -15,6 +14,7 @@ from prefect.cache_policies import NONE
 
 from topicbench.baselines.registry import MODELS
 from topicbench.core.corpus import Corpus
+from topicbench.core.jsonl import json_lines
 from topicbench.core.output import TopicModelOutput
 from topicbench.core.metrics.scoring import score
 from topicbench.core.threads import worker_threads
@@ -27,6 +27,7 @@ from topicbench.tasks.store.artifacts import (
     topic_documents_text,
     topic_scores_text,
 )
+from topicbench.tasks.run import progress
 from topicbench.tasks.run.metric_context import process_metric_context_built
 from topicbench.tasks.run.progress import fit_progress
 
@@ -62,12 +63,15 @@ def fit_model(
     ((endpoint, judge settings)) through the judges' client, cache and token budget
     (``llm_budget``); what it asked is in ``llm_records`` and its cost in the output's ``extra``
     as ``fit_llm_requests``, ``fit_llm_cached_replies``, ``fit_llm_prompt_tokens``,
-    ``fit_llm_completion_tokens`` (and ``fit_llm_cost`` where the endpoint states prices)."""
+    ``fit_llm_completion_tokens`` (and ``fit_llm_cost`` where the endpoint states prices). A fit
+    in the flow's own process stops at its next step once the flow stops listening to it
+    (:func:`stops_with_its_flow`)."""
     label = label or f"{model}@{corpus.name} seed {seed}"
+    stop_requested = stops_with_its_flow()
     with worker_threads(), fit_progress(label) as on_progress:
         estimator = MODELS.get(model)(num_topics, random_state=seed, **settings)
         judge = _hand_llm(estimator, llm, llm_budget)
-        estimator.fit(corpus, on_progress=on_progress)
+        estimator.fit(corpus, on_progress=on_progress, stop_requested=stop_requested)
         theta = None
         if heldout is not None and estimator.supports_transform:
             theta = estimator.transform(heldout)
@@ -80,6 +84,21 @@ def fit_model(
             cost = {f"fit_{key}": value for key, value in usage_of(records, llm[0]).items()}
             output = replace(output, extra={**output.extra, **cost})
         return FitResult(output, dict(estimator.resolved_), theta, fit_location(), estimator.get_params(), records)
+
+
+def stops_with_its_flow():
+    """The ``stop_requested`` of a fit that runs in its flow's own process (the thread task
+    runner): true once the flow's progress display no longer listens, i.e. the flow was
+    interrupted (SIGINT, or SIGTERM, which the CLI turns into one) or failed and nobody will log
+    the fit. Why stop it: a thread cannot be killed, and a step of a C extension (a tomotopy
+    sweep) holds the interpreter, so the interrupted flow would get it back for one store write
+    per step while closing its runs, and its runs stayed RUNNING for minutes. None where no flow
+    listens in this process (a Dask worker: its fits stop through
+    :func:`~topicbench.tasks.store.abandoned.stop_if_abandoned`; a model fitted directly)."""
+    listener = progress.current_listener()  # the display the flow registered (progress.listening), if any
+    if listener is None:
+        return None
+    return lambda: progress.current_listener() is not listener
 
 
 def _hand_llm(estimator, llm, budget):
@@ -184,9 +203,9 @@ def fit_and_score(
         from topicbench.tasks.llm.judge import usage_of
 
         summary.extra.update(usage_of(records, llm[0]))
-        extra[LLM_RECORDS] = "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
+        extra[LLM_RECORDS] = json_lines(records)
     if fitted.llm_records:  # what the model itself asked (TopicGPT)
-        extra[LLM_FIT_RECORDS] = "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in fitted.llm_records)
+        extra[LLM_FIT_RECORDS] = json_lines(fitted.llm_records)
     artifacts = ArtifactFolder.write(fitted.output, flow_host, extra)
     return ScoredFit(summary, fitted.resolved, scored.values, scored.skipped, artifacts, fitted.fitted_on, scoring_seconds,
                      context_built, fitted.params)

@@ -28,7 +28,8 @@ from pathlib import Path
 
 from topicbench.core.validation import InputError
 
-from topicbench.tasks.store.checks import MLFLOW_TABLES, lock_file_of, sqlite_path, uri_scheme
+from topicbench.tasks.store.checks import lock_file_of, sqlite_path, uri_scheme
+from topicbench.tasks.store.mlflow_schema import MLFLOW_TABLES
 
 logger = logging.getLogger(__name__)
 

@@ -1,6 +1,9 @@
 """Everything MLflow: whether a store can be used, the runs written to it, and how they are found.
 
-- ``checks`` -- a tracking URI checked before any work; ``moved`` -- a copied sqlite store repointed.
+- ``checks`` -- a tracking URI checked before any work; ``moved`` -- a copied sqlite store repointed;
+  ``tracking_error`` -- the error of a store that cannot be used; ``mlflow_schema`` -- MLflow's
+  tables and schema revisions; ``tracking_settings`` -- the environment's tracking settings and
+  topicbench's defaults of MLflow's client.
 - ``filters`` -- runs searched by tag with user text as data.
 - ``tracking`` -- the :class:`~topicbench.tasks.store.tracking.Tracker`: one parent run per
   benchmark, one nested run per fit; ``fit_record`` -- what a fit logs, as plain values;

@@ -2,21 +2,18 @@
 
 Every command checks its store here first (:func:`check_tracking_uri`): the URI's scheme, a
 tracking server's ``/health``, a sqlite database's file, integrity (``PRAGMA quick_check``) and
-owner (MLflow's tables, or none yet), a PostgreSQL database's connection, and the schema revision
-of an MLflow database against the installed MLflow's. A problem raises :class:`TrackingError`,
-whose message names the store and the fix: the CLI prints it as one line. The environment's
-tracking settings are checked here too, and topicbench's defaults of MLflow's client set
-(:func:`use_tracking_defaults`, where runs start). Once runs are under way,
-:func:`store_unavailable` tells a store that is gone or full from one call that was wrong.
-The one change a check makes is :mod:`.moved_stores`'s: a copied sqlite store uses its own artifacts.
+owner (MLflow's tables, or none yet), a PostgreSQL database's connection, the schema revision of
+an MLflow database against the installed MLflow's (:mod:`.mlflow_schema`), and the environment's
+tracking settings (:mod:`.tracking_settings`). A problem raises
+:class:`~topicbench.tasks.store.tracking_error.TrackingError`, whose message names the store and
+the fix: the CLI prints it as one line. Once runs are under way, :func:`store_unavailable` tells a
+store that is gone or full from one call that was wrong. The one change a check makes is
+:mod:`.moved`'s: a copied sqlite store uses its own artifacts.
 """
 
 from __future__ import annotations
 
-import functools
-import logging
 import os
-import re
 import shutil
 import sqlite3
 from pathlib import Path
@@ -26,6 +23,11 @@ from topicbench.core.io import sqlite_path  # noqa: F401 (the stores' callers re
 from topicbench.core.io import can_write_in
 
 from topicbench.tasks.store.interrupts import exception_chain
+from topicbench.tasks.store.mlflow_schema import (
+    MLFLOW_INITIAL_TABLES, MLFLOW_TABLES, mlflow_schema_revisions, mlflow_version, schema_revision,
+)
+from topicbench.tasks.store.tracking_error import TrackingError
+from topicbench.tasks.store.tracking_settings import check_tracking_settings
 
 #: Schemes of the stores topicbench tracks runs in: a sqlite file, a PostgreSQL database (its
 #: driver, psycopg, is a dependency), an MLflow tracking server.
@@ -35,18 +37,8 @@ SERVED_ONLY_SCHEMES = {"mysql": "MySQL", "mssql": "SQL Server"}
 #: The least free space on a sqlite store's disk a benchmark starts with: room for the database's
 #: journal and a few runs' artifacts (written beside it); a full disk fails the first write.
 MIN_FREE_MEGABYTES = 16
-#: MLflow's tables that make a database an MLflow store (with ``alembic_version``).
-MLFLOW_TABLES = {"experiments", "runs", "alembic_version"}
-#: The tables MLflow creates first in a new database, before it migrates them and records the
-#: schema revision: a database holding them without a revision is MLflow's, being created.
-MLFLOW_INITIAL_TABLES = {"experiments", "runs", "tags", "metrics", "params"}
 #: How long a check waits for another process that creates or migrates a new sqlite store.
 CREATION_WAIT_SECONDS = 300.0
-
-
-class TrackingError(RuntimeError):
-    """The tracking store cannot be used (unsupported URI, unreachable server, unwritable, damaged
-    or foreign database, another MLflow's schema)."""
 
 
 def check_tracking_uri(uri: str, timeout: float = 5.0) -> None:
@@ -70,7 +62,7 @@ def check_tracking_uri(uri: str, timeout: float = 5.0) -> None:
         sqlite in memory), the server or database does not answer, the sqlite file or its folder
         is not writable, the database is damaged, belongs to another application or has another
         MLflow's schema, or a tracking setting of the environment is malformed
-        (:func:`check_tracking_settings`). The message names the URI or path and the fix.
+        (:func:`~topicbench.tasks.store.tracking_settings.check_tracking_settings`). The message names the URI or path and the fix.
     """
     if not isinstance(uri, str) or not uri.strip():
         raise TrackingError(f"the tracking URI must be a non-empty string, got {uri!r}")
@@ -175,7 +167,7 @@ def _inspect_sqlite(path: Path, timeout: float) -> tuple:
             if verdict != ["ok"]:  # sqlite's findings, on one line
                 raise TrackingError(f"the tracking database {path} is damaged ({'; '.join(verdict)[:300]}): {recover}")
             tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-            revision = _revision(connection.execute, tables)
+            revision = schema_revision(connection.execute, tables)
         finally:
             connection.close()
     except sqlite3.DatabaseError as error:
@@ -221,13 +213,6 @@ def _has_sqlite_header(path: Path) -> bool:
         return database.read(16) == b"SQLite format 3\x00"
 
 
-def _revision(execute, tables) -> str | None:
-    if "alembic_version" not in tables:
-        return None
-    rows = list(execute("SELECT version_num FROM alembic_version"))
-    return rows[0][0] if len(rows) == 1 else None
-
-
 # -- PostgreSQL ---------------------------------------------------------------------------------
 
 
@@ -253,7 +238,7 @@ def database_tables(uri: str, timeout: float = 5.0) -> tuple:
     try:
         with engine.connect() as connection:
             tables = set(sqlalchemy.inspect(connection).get_table_names())
-            revision = _revision(lambda sql: connection.exec_driver_sql(sql).fetchall(), tables)
+            revision = schema_revision(lambda sql: connection.exec_driver_sql(sql).fetchall(), tables)
     except sqlalchemy.exc.SQLAlchemyError as error:
         reason = str(getattr(error, "orig", error)).strip().splitlines()[0]
         raise TrackingError(
@@ -278,7 +263,8 @@ def _hidden(uri: str) -> str:
 
 def check_mlflow_schema(tables: set, revision: str | None, what: str, uri: str) -> None:
     """A database with no tables (MLflow creates its own), or MLflow's at the installed MLflow's
-    schema revision; otherwise a :class:`TrackingError` naming what it is and the fix."""
+    schema revision; otherwise a :class:`~topicbench.tasks.store.tracking_error.TrackingError`
+    naming what it is and the fix."""
     if not tables:
         return
     if not MLFLOW_INITIAL_TABLES <= tables:
@@ -290,7 +276,7 @@ def check_mlflow_schema(tables: set, revision: str | None, what: str, uri: str) 
     head, known = mlflow_schema_revisions()
     if revision is None or revision == head:  # None: another process's MLflow is creating it (under a lock)
         return
-    version = _mlflow_version()
+    version = mlflow_version()
     if revision in known:
         raise TrackingError(
             f"{what} has the schema of an older MLflow (revision {revision}; MLflow {version} here needs {head}): "
@@ -302,32 +288,7 @@ def check_mlflow_schema(tables: set, revision: str | None, what: str, uri: str) 
     )
 
 
-@functools.lru_cache(maxsize=1)
-def mlflow_schema_revisions() -> tuple:
-    """(head revision, every revision) of the installed MLflow's database migrations, read from the
-    migration scripts' ``revision``/``down_revision`` lines (alembic's own parser takes ~2 s)."""
-    import importlib.util
-
-    package = Path(importlib.util.find_spec("mlflow").submodule_search_locations[0])
-    assignment = re.compile(r"^(down_revision|revision)\b[^=]*=\s*(.+)$", re.MULTILINE)
-    revisions, parents = set(), set()
-    for script in (package / "store" / "db_migrations" / "versions").glob("*.py"):
-        for name, value in assignment.findall(script.read_text(encoding="utf-8")):
-            ids = set(re.findall(r"[\"']([0-9a-zA-Z_]+)[\"']", value))
-            (parents if name == "down_revision" else revisions).update(ids)
-    heads = revisions - parents
-    if len(heads) != 1:
-        raise TrackingError(f"cannot tell the installed MLflow's schema revision (heads {sorted(heads)}): reinstall mlflow")
-    return heads.pop(), frozenset(revisions)
-
-
-def _mlflow_version() -> str:
-    from importlib.metadata import version
-
-    return version("mlflow")
-
-
-# -- file stores, existence, space, settings ----------------------------------------------------
+# -- file stores, existence, space --------------------------------------------------------------
 
 
 def _check_file_store(uri: str) -> None:
@@ -382,60 +343,6 @@ def check_free_space(uri: str, megabytes: float = MIN_FREE_MEGABYTES) -> None:
             f"benchmark needs for the store's journal and the runs' artifacts: free some space, or give a "
             f"--tracking-uri on another disk"
         )
-
-
-#: Environment settings of tracking: (name, default, minimum, what it is). MLflow's HTTP client
-#: reads the ``MLFLOW_*`` ones at every call; topicbench sets its own defaults (:func:`use_tracking_defaults`).
-TRACKING_SETTINGS = {
-    "TOPICBENCH_STALE_RUN_SECONDS": (600.0, 0.0, "seconds without a heartbeat after which a run of another host is stale"),
-    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": (5, 0, "retries of a tracking server request"),
-    "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": (1, 0, "seconds of the first backoff between tracking server retries"),
-    "MLFLOW_HTTP_REQUEST_TIMEOUT": (60, 1, "seconds to wait for a tracking server's answer"),
-}
-
-
-def use_tracking_defaults() -> None:
-    """topicbench's settings of MLflow's client, each unless the environment sets it: no progress
-    bar of artifact uploads; no "View run ... at: URL" line per ended run on a tracking server
-    (two lines a run on the console; the report and the summary line already say where the runs
-    are); bounded retries of a server's requests (:data:`TRACKING_SETTINGS`).
-    And MLflow's sqlalchemy store, which logs every database error it raises again with its
-    traceback (60 lines for a full disk) before the flow handles it and says what happened, is
-    heard only with -v. Called where runs start; calling it again changes nothing."""
-    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
-    os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
-    for name in ("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "MLFLOW_HTTP_REQUEST_TIMEOUT"):
-        os.environ.setdefault(name, str(TRACKING_SETTINGS[name][0]))
-    logging.getLogger("mlflow.store.db.utils").addFilter(_with_verbose_logging)  # once: a filter is kept once
-
-
-def _with_verbose_logging(record: logging.LogRecord) -> bool:
-    return logging.getLogger().isEnabledFor(logging.DEBUG)
-
-
-def check_tracking_settings() -> None:
-    """Every setting of :data:`TRACKING_SETTINGS` in the environment is a number of its kind."""
-    for name in TRACKING_SETTINGS:
-        tracking_setting(name)
-
-
-def tracking_setting(name: str):
-    """The value of the environment setting ``name`` (its default when unset), checked."""
-    default, minimum, meaning = TRACKING_SETTINGS[name]
-    text = os.environ.get(name, "").strip()
-    if not text:
-        return default
-    kind = type(default)
-    try:
-        value = kind(text)
-    except ValueError:
-        value = None
-    if value is None or not value >= minimum or value == float("inf"):
-        raise TrackingError(
-            f"{name}={text!r} is not {'an integer' if kind is int else 'a number'} >= {minimum:g} ({meaning}): "
-            f"set it to e.g. {default}, or unset it"
-        )
-    return value
 
 
 # -- what a store's errors say ------------------------------------------------------------------

@@ -9,10 +9,11 @@ process, which alone talks to the tracking store, turns them into traces after t
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from pathlib import Path
+
+from topicbench.core.jsonl import read_json_lines
 
 logger = logging.getLogger(__name__)
 # exported as each trace ends: a benchmark logs its traces between fits, and MLflow's background
@@ -26,8 +27,8 @@ def read_records(folder) -> list:
     from topicbench.tasks.store.artifacts import LLM_FIT_RECORDS, LLM_RECORDS
 
     paths = [Path(folder) / name for name in (LLM_FIT_RECORDS, LLM_RECORDS)]
-    return [json.loads(line) for path in paths if path.is_file()
-            for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [record for path in paths if path.is_file()
+            for record in read_json_lines(path.read_text(encoding="utf-8"), where=path.name)]
 
 
 def log_traces(tracking_uri: str, experiment_id: str, run_id: str, records: list) -> int:

@@ -1,18 +1,19 @@
 """MLflow logging: one parent run per benchmark (or search), one nested run per (corpus, model, seed).
 
 Everything goes through an explicit ``MlflowClient`` (no global active run), from the flow's
-process. Which process fits which nested run is settled by :mod:`.run_claims` (the base of
-:class:`Tracker`); whether a store can be used, and what its errors say, by :mod:`.store_checks`.
-A claimed run is described when it is won (the run's record and the corpus as an input) and
-filled when its fit returns (:class:`~topicbench.tasks.store.fit_record.FitRecord`: what was asked, as
-the fitted model's ``get_params()``, and what it resolved, its tags, metrics and artifacts).
+process. Which process fits which nested run is settled by :mod:`.claims` (the base of
+:class:`Tracker`); whether a store can be used, and what its errors say, by
+:mod:`~topicbench.tasks.store.checks`. A claimed run is described when it is won (the run's
+record and the corpus as an input) and filled when its fit returns
+(:class:`~topicbench.tasks.store.fit_record.FitRecord`: what was asked, as the fitted model's
+``get_params()``, and what it resolved, its tags, metrics and artifacts).
 
 Every call to a tracking server is bounded: MLflow's client retries a request
 ``MLFLOW_HTTP_REQUEST_MAX_RETRIES`` times, backing off from ``MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR``
 seconds (topicbench's defaults, 5 and 1 s: about 30 s for a server that is gone, a restart's
 worth; MLflow's own, 7 and 2 s, spent about 4 minutes a call), each try waiting at most
 ``MLFLOW_HTTP_REQUEST_TIMEOUT`` seconds; the environment overrides them. They are set, with
-MLflow's other settings of topicbench, by :func:`~topicbench.tasks.store.checks.use_tracking_defaults`
+MLflow's other settings of topicbench, by :func:`~topicbench.tasks.store.tracking_settings.use_tracking_defaults`
 where runs start (the command line, a :class:`Tracker`), never on import. A store found gone
 (:func:`~topicbench.tasks.store.checks.store_unavailable`) is not waited on again: the flow spools
 what it cannot log.
@@ -30,6 +31,7 @@ from prefect import task
 from prefect.cache_policies import NONE
 
 from topicbench.core.io import file_name_for
+from topicbench.core.redaction import redact
 
 from topicbench.tasks.store.fit_record import FitRecord
 from topicbench.tasks.store.records import git_commit, package_versions
@@ -46,14 +48,9 @@ from topicbench.tasks.store.claims import (
     creation_lock,
     store_lock,
 )
-from topicbench.tasks.store.checks import (
-    TrackingError,
-    check_tracking_uri,
-    lost_insert_race,
-    sqlite_path,
-    store_unavailable,
-    use_tracking_defaults,
-)
+from topicbench.tasks.store.checks import check_tracking_uri, lost_insert_race, sqlite_path, store_unavailable
+from topicbench.tasks.store.tracking_error import TrackingError
+from topicbench.tasks.store.tracking_settings import use_tracking_defaults
 from topicbench.tasks.store.filters import search_runs
 
 logger = logging.getLogger(__name__)
@@ -155,7 +152,7 @@ class Tracker(RunClaims):
         """The one parent run of search ``study``: created on its first run, reopened (RUNNING,
         owned by this process) on every later one, so that every trial of the study, however
         often it was resumed, is a nested run of one parent. Raises
-        :class:`~topicbench.tasks.store.checks.TrackingError` when a live process holds it (that
+        :class:`~topicbench.tasks.store.tracking_error.TrackingError` when a live process holds it (that
         search is running now)."""
         with store_lock(self.tracking_uri):
             self.kill_stale_runs()
@@ -250,9 +247,9 @@ class Tracker(RunClaims):
 
     def log_failed_run(self, run_id: str, job, error: BaseException) -> str:
         """Record ``error`` (message and traceback) on the claimed run ``run_id`` and end it FAILED."""
-        message = f"{type(error).__name__}: {error}"
+        message = redact(f"{type(error).__name__}: {error}")
         self.client.set_tag(run_id, ERROR_TAG, message[:4900])
-        text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+        text = redact("".join(traceback.format_exception(type(error), error, error.__traceback__)))
         self.client.log_text(run_id, text, "error.txt")
         self._terminate(run_id, "FAILED")
         return run_id
@@ -264,7 +261,7 @@ class Tracker(RunClaims):
         self.open_runs.discard(run_id)
 
     def _log_json(self, run_id: str, data: dict, name: str) -> None:
-        self.client.log_text(run_id, json.dumps(data, indent=1, default=str), name)
+        self.client.log_text(run_id, redact(json.dumps(data, indent=1, default=str)), name)
 
     def _log_corpus_input(self, run_id: str, job) -> None:
         from mlflow.data.meta_dataset import MetaDataset
@@ -310,7 +307,7 @@ def log_failed_run(tracker: Tracker, run_id: str, job, error: BaseException) -> 
 def _params(values: dict) -> list:
     from mlflow.entities import Param
 
-    return [Param(str(k)[:250], str(v)[:6000]) for k, v in values.items()]
+    return [Param(str(k)[:250], redact(str(v))[:6000]) for k, v in values.items()]
 
 
 def claimed_params(job) -> dict:

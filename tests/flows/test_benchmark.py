@@ -13,7 +13,7 @@ from topicbench.baselines.registry import MODELS
 from topicbench.flows.benchmark import run_benchmark
 from topicbench.flows.config.model import BenchmarkConfig
 from topicbench.core.validation import InputError
-from topicbench.tasks.store.checks import TrackingError
+from topicbench.tasks.store.tracking_error import TrackingError
 
 
 pytestmark = pytest.mark.usefixtures("prefect_server")

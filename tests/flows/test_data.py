@@ -236,7 +236,6 @@ def test_an_existing_path_wins_over_a_dataset_name(tmp_path, monkeypatch, cache)
 
 
 def test_paper_without_shared_data_reads_the_cache(cache, monkeypatch, tmp_path, capsys):
-    monkeypatch.setattr(paper, "SHARED_DATA", tmp_path / "no-shared-data")
     assert paper.default_data_folder() == cache
     code = main(["paper", "--corpora", "congress", "--out", str(tmp_path / "out"), "--tracking-uri", f"sqlite:///{tmp_path}/m.db"])
     assert code == 2

@@ -24,6 +24,7 @@ from mlflow.tracking import MlflowClient
 
 from topicbench.core.validation import InputError
 from topicbench.flows import benchmark as benchmark_module
+from topicbench.flows import benchmark_runs
 from topicbench.flows.benchmark import run_benchmark
 from topicbench.flows.config.model import BenchmarkConfig
 from topicbench.flows.runtime import PrefectServerStartError, start_prefect_server
@@ -100,7 +101,7 @@ def test_an_interrupt_masked_by_prefects_crash_handler_still_ends_the_benchmark(
             raise ValueError("Task run is not set")
 
     # the task the flow runs in its own thread (scoring runs where the fit ran, logging here)
-    monkeypatch.setattr(benchmark_module, "log_model_run", interrupted_logging)
+    monkeypatch.setattr(benchmark_runs, "log_model_run", interrupted_logging)
     with pytest.raises(KeyboardInterrupt):
         run_benchmark(make_config(tiny_octis, store))
     runs = all_runs(store)

@@ -21,7 +21,8 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from topicbench.tasks.store.claims import Owner, store_lock
-from topicbench.tasks.store.checks import TrackingError, check_tracking_uri, tracking_store_exists
+from topicbench.tasks.store.checks import check_tracking_uri, tracking_store_exists
+from topicbench.tasks.store.tracking_error import TrackingError
 from topicbench.tasks.store.tracking import Tracker
 
 

@@ -21,6 +21,7 @@ from mlflow.tracking import MlflowClient
 from topicbench.core.search_space import Objective
 from topicbench.core.validation import InputError
 from topicbench.flows import search as search_module
+from topicbench.flows import search_choice
 from topicbench.flows.benchmark import run_benchmark
 from topicbench.flows.config.model import BenchmarkConfig
 from topicbench.flows.search import run_search
@@ -287,11 +288,11 @@ def test_nsga2_searches_two_objectives_and_its_report_shows_the_front(tiny_octis
 # -- what the search says to use ------------------------------------------------------------------
 
 
-def hand_choice(label: str, chosen: dict, trials: list) -> search_module.ModelChoice:
+def hand_choice(label: str, chosen: dict, trials: list) -> search_choice.ModelChoice:
     """A model's choice built by hand: ``trials`` as (point, {objective: per-seed values})."""
     rows = [{"number": number, "state": "COMPLETE", "point": point, "per_seed": per_seed, "seeds": [0, 1, 2],
              "run_ids": [], "fit_seconds": [1.0, 1.0, 1.0]} for number, (point, per_seed) in enumerate(trials)]
-    return search_module.ModelChoice("tiny", label, chosen, chosen, "by hand", (), rows)
+    return search_choice.ModelChoice("tiny", label, chosen, chosen, "by hand", (), rows)
 
 
 def hand_search() -> tuple:
@@ -313,7 +314,7 @@ def hand_search() -> tuple:
 
 def test_the_search_recommends_across_models_with_runners_up_and_disagreements(tmp_path):
     plan, choices = hand_search()
-    recommendation = search_module.recommend(plan, choices)
+    recommendation = search_choice.recommend(plan, choices)
     assert (recommendation.label, recommendation.point) == ("gensim_lda", {"num_topics": 5})
     assert [(label, point) for label, point, _ in recommendation.runners_up] == [("gibbs_lda", {"num_topics": 5})]
     assert recommendation.disagreements == ("gibbs_lda at K=10 beats it beyond noise on nmi (0.51 vs 0.31)",)
@@ -322,11 +323,11 @@ def test_the_search_recommends_across_models_with_runners_up_and_disagreements(t
     # with one seed nothing is told apart: said, not guessed
     single = [hand_choice(c.label, c.point, [(t["point"], {k: v[:1] for k, v in t["per_seed"].items()})
                                             for t in c.trials]) for c in choices]
-    alone = search_module.recommend(plan, single)
+    alone = search_choice.recommend(plan, single)
     assert alone.runners_up == () and len(alone.undecided) == 2 and alone.disagreements == ()
 
     outcome = {"experiment": "tiny-search", "choices": choices, "counts": search_module.SearchCounts(),
-               "recommendations": [recommendation], "warnings": search_module.seed_warnings((0, 1))}
+               "recommendations": [recommendation], "warnings": search_choice.seed_warnings((0, 1))}
     written = write_study_report(study_report(outcome, plan.objectives, "topicbench search x", "db"), {}, tmp_path)
     text = Path(written["markdown"]).read_text()
     assert text.index("## Recommendation") < text.index("## Chosen settings")
@@ -334,7 +335,7 @@ def test_the_search_recommends_across_models_with_runners_up_and_disagreements(t
     assert "Caution: 2 seeds per point" in text and "one-standard-error rule and 'within noise' are loose" in text
     # every ± is named: the tables' columns say sd, the rule's standard error is written se
     assert "npmi@10 (mean ± sd)" in text and "| se |" in text
-    assert search_module.seed_warnings((0, 1, 2)) == () and search_module.seed_warnings((0,)) == ()
+    assert search_choice.seed_warnings((0, 1, 2)) == () and search_choice.seed_warnings((0,)) == ()
 
 
 def test_the_objective_plots_share_one_scale_per_objective_and_one_colour_per_model():
@@ -356,7 +357,7 @@ def test_the_topics_at_every_searched_k_are_read_and_shown(tmp_path, monkeypatch
     gibbs = choices[1]
     gibbs.trials.append({**gibbs.trials[1], "number": 2, "point": {"num_topics": 10},  # a worse trial at K=10
                          "per_seed": {"npmi@10": [0.0, 0.01, 0.02], "nmi": [0.1, 0.1, 0.1]}})
-    picked = search_module.trials_per_value(gibbs, plan.objectives[0])
+    picked = search_choice.trials_per_value(gibbs, plan.objectives[0])
     assert [t["number"] for t in picked] == [0, 1]  # K=5 chosen; at K=10 the best on npmi@10
     for number, trial in enumerate(gibbs.trials):
         trial["run_ids"], trial["seeds"] = [f"run{number}-seed1", f"run{number}-seed2"], [1, 2]
@@ -366,8 +367,8 @@ def test_the_topics_at_every_searched_k_are_read_and_shown(tmp_path, monkeypatch
         read.append(run_id)
         return None if run_id == "run1-seed1" else [f"{run_id} word{k} other" for k in range(12)]
 
-    monkeypatch.setattr(search_module, "fit_topics", fit_topics)
-    gibbs = search_module.with_chosen_topics(object(), gibbs, plan.objectives[0])
+    monkeypatch.setattr(search_choice, "fit_topics", fit_topics)
+    gibbs = search_choice.with_chosen_topics(object(), gibbs, plan.objectives[0])
     assert read == ["run0-seed1", "run1-seed1", "run1-seed2"]  # one fit per K; a seed without topics.json skipped
     assert [(t.point, t.chosen, t.seed) for t in gibbs.searched_topics] == [
         ({"num_topics": 5}, True, 1), ({"num_topics": 10}, False, 2)]
@@ -386,9 +387,9 @@ def test_a_search_of_several_corpora_writes_each_corpus_its_own_chosen_config(ti
     data = config_data(tiny_octis, f"sqlite:///{tmp_path / 'mlflow.db'}", GRID)
     data["corpora"] = [{**data["corpora"][0], "name": name} for name in ("first", "second")]
     config = BenchmarkConfig.from_dict(data)
-    choices = [search_module.ModelChoice(corpus, "gensim_lda", {"num_topics": k}, None, "", (), [])
+    choices = [search_choice.ModelChoice(corpus, "gensim_lda", {"num_topics": k}, None, "", (), [])
                for corpus, k in (("first", 2), ("second", 4))]
-    configs = search_module.chosen_configs(config, choices)
+    configs = search_choice.chosen_configs(config, choices)
     assert list(configs) == ["chosen-first.yaml", "chosen-second.yaml"]
     for (name, chosen), k in zip(configs.items(), (2, 4)):
         checked = BenchmarkConfig.from_dict(chosen)
@@ -402,7 +403,7 @@ def test_a_search_of_several_corpora_writes_each_corpus_its_own_chosen_config(ti
     assert Path(written["configs"][1]).read_text().startswith("# The search's chosen settings on second: "
                                                              "topicbench run chosen-second.yaml")
     assert "`topicbench run chosen-first.yaml`, `topicbench run chosen-second.yaml`" in Path(written["markdown"]).read_text()
-    single = search_module.chosen_configs(BenchmarkConfig.from_dict(config_data(tiny_octis, data["tracking_uri"], GRID)),
+    single = search_choice.chosen_configs(BenchmarkConfig.from_dict(config_data(tiny_octis, data["tracking_uri"], GRID)),
                                           choices[:1])
     assert list(single) == ["chosen.yaml"]
 
@@ -487,7 +488,7 @@ def test_a_study_holding_a_point_twice_counts_it_once(tmp_path):
         study.study.tell(trial, 0.15 * k)
     assert [t.number for t in study.finished_trials()] == [0, 1]
     assert study.pending(None) == []  # the space is used up
-    from topicbench.flows.search import choose
+    from topicbench.flows.search_choice import choose
     from topicbench.flows.search_plan import SearchPlan
 
     plan = SearchPlan("tpe", (Objective("npmi@5", True),), 5, None, 0, "jensen_shannon", None, {})
@@ -563,7 +564,9 @@ def test_a_k_beyond_the_corpus_fails_before_any_fit(tiny_octis, tmp_path):
 def test_a_check_of_a_store_being_created_waits_for_its_creation(tmp_path):
     """While one process creates and migrates a new store (under the lock beside it), the check of
     another waits for it, instead of calling the half-migrated schema an older MLflow's."""
-    from topicbench.tasks.store.checks import TrackingError, check_tracking_uri, mlflow_schema_revisions
+    from topicbench.tasks.store.checks import check_tracking_uri
+    from topicbench.tasks.store.mlflow_schema import mlflow_schema_revisions
+    from topicbench.tasks.store.tracking_error import TrackingError
 
     database = tmp_path / "mlflow.db"
     store = f"sqlite:///{database}"

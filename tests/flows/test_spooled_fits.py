@@ -8,9 +8,10 @@ import json
 import pytest
 from mlflow.tracking import MlflowClient
 
-from topicbench.flows.benchmark import Job, corpus_splits, run_benchmark
+from topicbench.flows.benchmark import run_benchmark
+from topicbench.flows.benchmark_runs import Job
 from topicbench.flows.config.model import BenchmarkConfig
-from topicbench.tasks.run.corpus import load_corpus
+from topicbench.tasks.run.corpus import corpus_splits, load_corpus
 from topicbench.tasks.store.spool import SPOOL_VARIABLE, Spool, this_version
 
 pytestmark = pytest.mark.usefixtures("prefect_server")

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from topicbench.flows.cli.main import main
-from topicbench.tasks.store.checks import mlflow_schema_revisions
+from topicbench.tasks.store.mlflow_schema import mlflow_schema_revisions
 
 CONFIG = """\
 experiment: kept

@@ -264,9 +264,10 @@ def test_runs_another_process_holds_are_waited_for_and_claimed_again_if_it_stops
     them: those then ended KILLED and nothing finished them. Now the run waits for them after its
     own, and claims again and fits those whose holder stops without finishing them."""
     from topicbench.flows import benchmark as benchmark_module
-    from topicbench.flows.benchmark import Job, corpus_splits, run_benchmark
+    from topicbench.flows.benchmark import run_benchmark
+    from topicbench.flows.benchmark_runs import Job
     from topicbench.flows.config.model import BenchmarkConfig
-    from topicbench.tasks.run.corpus import load_corpus
+    from topicbench.tasks.run.corpus import corpus_splits, load_corpus
 
     monkeypatch.setattr(benchmark_module, "WAIT_POLL_SECONDS", 0.5)
     store = f"sqlite:///{tmp_path / 'mlflow.db'}"

@@ -20,7 +20,8 @@ from metrics_helpers import (
 )
 from topicbench.core.constants import COHERENCE_TOP_N, UMASS_EPSILON
 from topicbench.core.io import load_corpus
-from topicbench.core.metrics.coherence import MEASURES, coherence, count_reference, score
+from topicbench.core.metrics.coherence import coherence, count_reference, score
+from topicbench.core.metrics.coherence_measures import MEASURES
 from topicbench.core.metrics.counts import CooccurrenceCounts, topic_pairs
 from topicbench.core.preprocess import PreprocessConfig
 from topicbench.core.validation import InputError

@@ -13,9 +13,11 @@ import pytest
 import scipy.sparse as sp
 
 from topicbench.core.metrics.context import MetricContext, MetricInputs
+from topicbench.core.metrics.llm_document_prompts import (
+    FIT_PROMPT, LABEL_PROMPT, RANK_PROMPT, choice_probabilities, expected_fit, parse_choice, parse_fit, parse_label,
+)
 from topicbench.core.metrics.llm_documents import (
-    FIT_PROMPT, LABEL_PROMPT, RANK_PROMPT, bradley_terry, choice_probabilities, excerpt, excerpt_token_limit,
-    expected_fit, kendall_tau_b, parse_choice, parse_fit, parse_label, token_counter, topic_documents,
+    bradley_terry, excerpt, excerpt_token_limit, kendall_tau_b, token_counter, topic_documents,
 )
 from topicbench.core.metrics.llm_judging import JudgeReply, JudgeSettings, is_answer
 from topicbench.core.metrics.registry import METRICS

@@ -10,7 +10,7 @@ import pytest
 from topicbench.tasks.report.interactive import figure_html, training_figure
 from topicbench.tasks.report.plots import model_styles
 from topicbench.tasks.report.render import render_html
-from topicbench.tasks.report.sections import Plot, Report, Section
+from topicbench.tasks.report.parts import Plot, Report, Section
 from topicbench.tasks.report.tables import Estimate, ReportTable
 
 from report_browser import CHROMIUM, clipped_titles, open_page, rank_problems

@@ -10,7 +10,7 @@ import pytest
 
 from topicbench.tasks.report import interactive, plots
 from topicbench.tasks.report.plot_cache import CACHE_FOLDER, PlotCache, describe_drawing
-from topicbench.tasks.report.sections import Plot
+from topicbench.tasks.report.parts import Plot
 
 MODELS = ("elda", "gensim_lda")
 #: Drawings made by the counting functions below, by kind.

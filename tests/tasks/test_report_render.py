@@ -8,7 +8,7 @@ from topicbench.tasks.report.render import (
     NO_SPREAD_NOTE, SPREAD_NOTE, anchors, format_estimate, format_value, html_table, markdown_table, rank_colour, render_html,
     render_markdown,
 )
-from topicbench.tasks.report.sections import Plot, Report, Section
+from topicbench.tasks.report.parts import Plot, Report, Section
 from topicbench.tasks.report.statistics import Flip
 from topicbench.tasks.report.tables import Estimate, ReportTable, Share, TopicWords
 

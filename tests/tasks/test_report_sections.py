@@ -9,9 +9,8 @@ import pytest
 
 from topicbench.core.validation import InputError
 from topicbench.tasks.report import plots as report_plots
-from topicbench.tasks.report.sections import (
-    DEFAULT_REPORT_SECTIONS, REPORT_SECTIONS, ReportData, build_report, register_section,
-)
+from topicbench.tasks.report.parts import ReportData
+from topicbench.tasks.report.sections import DEFAULT_REPORT_SECTIONS, REPORT_SECTIONS, build_report, register_section
 from topicbench.tasks.report.tables import ReportTable
 
 
@@ -103,7 +102,7 @@ def test_a_benchmark_can_register_its_own_section(monkeypatch):
 
     @register_section("test_only_section")
     def only(data):
-        from topicbench.tasks.report.sections import Section
+        from topicbench.tasks.report.parts import Section
 
         return Section("Mine", (f"{len(data.runs)} runs",))
 

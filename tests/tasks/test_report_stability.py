@@ -15,7 +15,8 @@ from topicbench.core.topic_word import ConstantPlusSparse
 from topicbench.tasks.store.artifacts import write_output_artifacts
 from topicbench.tasks.results.store import collect_runs
 from topicbench.tasks.report.render import html_table, render_html, render_markdown
-from topicbench.tasks.report.sections import ReportData, build_report
+from topicbench.tasks.report.parts import ReportData
+from topicbench.tasks.report.sections import build_report
 from topicbench.tasks.report.stability import stability_tables
 from topicbench.tasks.results.stability import collect_stability, model_stability
 

@@ -4,7 +4,7 @@ Candidate topics are stored as ``L[t, v] = row_constant[t]`` except at stored en
 (``L[t, v] > row_constant[t]``), kept twice: row-major (word ids sorted, for look-ups) and
 column-major with each column sorted by value, high to low (for pruned gain scans). A gain scan
 of word v stops at the first entry whose value does not beat the token's current best score,
-so after a document's first link most of each column is skipped (spec §2-3).
+so after a document's first link most of each column is skipped (the E-LDA paper).
 
 One module per job, each importing only those listed before it:
 

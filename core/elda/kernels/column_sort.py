@@ -1,5 +1,5 @@
 """Column stores of the candidates and their sort by value (high to low), which lets a gain scan
-stop at the first entry that does not beat a token's best score (spec §2-3). Private."""
+stop at the first entry that does not beat a token's best score (the E-LDA paper). Private."""
 
 from __future__ import annotations
 

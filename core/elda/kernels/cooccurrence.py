@@ -1,5 +1,5 @@
 """Document co-occurrence counts C = B^T B (B: binary document-word matrix) and the keyword
-candidates read off them (spec §2). Private: arrays in, arrays out; callers validate."""
+candidates read off them (the E-LDA paper's keyword generators). Private: arrays in, arrays out; callers validate."""
 
 from __future__ import annotations
 
@@ -76,7 +76,7 @@ def _cooccurrence_row(u, words_of_doc, docs_of_word, rows, dense):
         dense[indices[i]] = 0
 
 
-# Keyword generators (spec §2). Codes: 0 raw_umass, 1 exp_umass, 2 cooccurrence.
+# Keyword generators (the E-LDA paper's keyword generators). Codes: 0 raw_umass, 1 exp_umass, 2 cooccurrence.
 RAW_UMASS, EXP_UMASS, COOCCURRENCE = 0, 1, 2
 
 

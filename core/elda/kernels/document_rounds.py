@@ -47,7 +47,7 @@ def top_gains_per_document(docs, best, rows, cols, doc_links, top_size, n_chunks
 
 @nb.njit(**PARALLEL)
 def threshold_round(threshold, max_accept, docs, rows, cols, shard, n_chunks):
-    """One adaptive round at a threshold (adaptive sequencing, spec §3).
+    """One adaptive round at a threshold (adaptive sequencing, the E-LDA paper's algorithms).
 
     Every document whose cached best gain reaches the threshold takes as its sequence its cached
     topics with gain >= threshold (best first, at most ``max_accept``). The queries "gain of the
@@ -105,7 +105,7 @@ def threshold_round(threshold, max_accept, docs, rows, cols, shard, n_chunks):
 
 @nb.njit(**PARALLEL)
 def independent_links(docs, rows, cols, topics_per_document, min_gain, null_score, n_chunks):
-    """Greedy for each document on its own (spec §3, out-of-sample inference): link its best topic,
+    """Greedy for each document on its own (the E-LDA paper's algorithms, out-of-sample inference): link its best topic,
     then further topics while the gain reaches ``min_gain``, up to ``topics_per_document``. A
     document reads only its own words and the frozen candidates, so its result cannot depend on
     any other document."""

@@ -1,4 +1,4 @@
-"""FastInitialize's first round (spec §3): each document's best topic on the empty solution,
+"""FastInitialize's first round (the E-LDA paper's algorithms): each document's best topic on the empty solution,
 from approximate gains (dense quantised rows for frequent words) checked exactly. Private."""
 
 from __future__ import annotations

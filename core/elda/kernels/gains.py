@@ -1,4 +1,4 @@
-"""Gains of candidate topics on documents (spec §1), and the evaluation of a document's best topics.
+"""Gains of candidate topics on documents (the E-LDA paper's objective), and the evaluation of a document's best topics.
 
 gain(t, d) = sum_i max(0, L[t, w_i] - best_d[i]). Tokens of one word in one document share their
 best score, so state is kept per (document, distinct word) with the word's count as weight.

@@ -1,4 +1,4 @@
-"""Exact greedy's steps (spec §3): FastInitialize's second round, FastGreedy's heap, and the
+"""Exact greedy's steps (the E-LDA paper's algorithms): FastInitialize's second round, FastGreedy's heap, and the
 parallel chain rounds that make exactly the heap's links.
 
 A document's new best topic is found lazily: gains only fall as links are added, so the gains its
@@ -186,7 +186,7 @@ def _next_best(d, t, docs, rows, cols, state, pending, space):
 
 @nb.njit(**SERIAL)
 def greedy_steps(n_steps, heap, heap_size, docs, rows, cols, state, n_links):
-    """FastGreedy (spec §3): pop the best (gain, document, topic) off ``heap`` (a
+    """FastGreedy (the E-LDA paper's algorithms): pop the best (gain, document, topic) off ``heap`` (a
     :class:`.records.Heap`), link it (after the ``n_links`` links made), find that document's new
     best topic (:func:`_next_best`) and push it back. Runs ``n_steps`` iterations; returns (links
     made, entries read, full evaluations, single-topic evaluations)."""
