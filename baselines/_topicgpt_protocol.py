@@ -14,9 +14,14 @@ paper scores against gold labels.
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass
 from importlib import resources
+
+from .base import ModelError
+
+logger = logging.getLogger(__name__)
 
 #: The authors' repository and the commit the prompt files were taken from.
 PROMPTS_REPOSITORY = "https://github.com/chtmp223/topicGPT"
@@ -31,6 +36,11 @@ PROMPT_SHA256 = {
 }
 #: The system message of every request (the authors' ``APIClient.iterative_prompt`` default).
 SYSTEM_MESSAGE = "You are a helpful assistant."
+#: Topics read from one generation reply at most. The prompt asks for the few top-level topics
+#: one document mentions; a reply listing hundreds is not that, and each of them, proposed once
+#: among thousands, would fall under the removal threshold (no topic left at all). The first ones
+#: are read, the rest left out with a warning.
+MAX_TOPICS_PER_REPLY = 20
 
 # The authors' patterns: a generated topic line, a merge line with its originals, an assigned topic.
 _GENERATED = re.compile(r"^\[(\d+)\] ([\w\s\+_#-]+):(.+)")
@@ -78,12 +88,16 @@ def generation_prompt(template: str, topics: list[Topic], document: str) -> str:
 def add_generated(topics: list[Topic], reply: str | None) -> int:
     """Read a generation reply into ``topics`` (in place): a top-level topic already listed
     (label compared without case) counts once more, a new one joins with count 1; lines not in
-    the format and lower levels are skipped, as the authors skip them. Returns how many lines
-    were read as topics."""
-    read = 0
+    the format and lower levels are skipped, as the authors skip them, and so are the topics
+    after the first :data:`MAX_TOPICS_PER_REPLY` of the reply (a warning says how many). Returns
+    how many lines were read as topics."""
+    read = left_out = 0
     for line in (reply or "").split("\n"):
         match = _GENERATED.match(line.strip())
         if match is None or int(match.group(1)) != 1:
+            continue
+        if read == MAX_TOPICS_PER_REPLY:
+            left_out += 1
             continue
         read += 1
         label, description = match.group(2).strip(), match.group(3).strip()
@@ -92,6 +106,10 @@ def add_generated(topics: list[Topic], reply: str | None) -> int:
             same[0].count += 1
         else:
             topics.append(Topic(label, description, 1))
+    if left_out:
+        logger.warning("a TopicGPT generation reply listed %d topics for one document; the first %d were read, %d "
+                       "left out (the prompt asks for the few topics a document mentions)", read + left_out, read,
+                       left_out)
     return read
 
 
@@ -138,9 +156,23 @@ def apply_merges(topics: list[Topic], reply: str | None) -> list[Topic]:
 
 def drop_rare(topics: list[Topic], threshold: float) -> list[Topic]:
     """The authors' ``remove_topics``: drop topics proposed less often than ``threshold`` times
-    the total count (and, here, topics never proposed: seeds the generator did not return)."""
+    the total count (and, here, topics never proposed: seeds the generator did not return).
+
+    Raises
+    ------
+    ModelError
+        Topics were proposed but every one of them falls under the threshold (each proposed about
+        once among many): said as such, not as no topic in the format.
+    """
     total = sum(topic.count for topic in topics)
-    return [topic for topic in topics if topic.count > 0 and topic.count >= total * threshold]
+    kept = [topic for topic in topics if topic.count > 0 and topic.count >= total * threshold]
+    proposed = [topic for topic in topics if topic.count > 0]
+    if proposed and not kept:
+        raise ModelError(f"TopicGPT: each of the {len(proposed)} topics the LLM proposed was proposed fewer than "
+                         f"removal_threshold {threshold:g} x {total} = {total * threshold:g} times (at most "
+                         f"{max(topic.count for topic in proposed)}), so none is kept: lower removal_threshold, or "
+                         "sample more documents (sample_size)")
+    return kept
 
 
 def assigned_labels(reply: str | None) -> list[str]:

@@ -18,6 +18,8 @@ from topicbench.core.output import PROBABILITY_TOLERANCE, TopicModelOutput
 from topicbench.core.schema import check_schema
 from topicbench.core.validation import InputError, check_vocabulary_matches
 
+from .bounds import check_finite_settings, with_maximum
+
 
 #: Attributes every fitted model has; no resolved value may take their names.
 _FITTED_FIELDS = ("output_", "resolved_")
@@ -27,20 +29,27 @@ class ModelError(RuntimeError):
     """A model could not fit: the message names the model and the reason."""
 
 
+class FitStopped(RuntimeError):
+    """The caller asked a fit to stop (``fit(stop_requested=...)``): it stopped between two of its
+    steps, with no output."""
+
+
 class TopicModel(abc.ABC):
     """A topic model as an estimator: settings at construction, ``fit(corpus)`` returns the model.
 
     ``Model(num_topics=K, random_state=seed, **settings)`` stores its arguments untouched (each
     setting's default filled in from :attr:`defaults`) and checks them at once: unknown names,
-    each value's type and range (:meth:`_check_settings`) and K (:meth:`check_num_topics`), so
-    that a config that cannot run fails before any work. :meth:`fit` returns the model, with the
+    each value finite, its type and maximum (:attr:`setting_maxima`), its range
+    (:meth:`_check_settings`) and K (:meth:`check_num_topics`), so that a config that cannot run
+    fails before any work; what depends on the corpus (:meth:`check_corpus`) is checked when
+    :meth:`fit` starts, before its setup. :meth:`fit` returns the model, with the
     shared output in ``output_`` and the values the fit resolved (``alpha="auto"`` becomes
     ``alpha_``, K a model chooses itself ``num_topics_``) in ``resolved_`` and as attributes.
 
     Subclasses set ``name`` (its registry name), list their settings with defaults in
-    ``defaults`` (documented in the class docstring's *Settings*), implement ``_fit`` and
-    optionally ``_check_settings``, ``_setup`` and ``_transform`` (then they set
-    ``supports_transform = True``).
+    ``defaults`` (documented in the class docstring's *Settings*) and each numeric one's maximum
+    in ``setting_maxima``, implement ``_fit`` and optionally ``_check_settings``,
+    ``check_corpus``, ``_setup`` and ``_transform`` (then they set ``supports_transform = True``).
 
     Parameters
     ----------
@@ -95,6 +104,9 @@ class TopicModel(abc.ABC):
     topics_decided_by: str = ""
     #: Values other than the default's type that a setting also takes, e.g. ``{"alpha": ("auto",)}``.
     setting_alternatives: dict = {}
+    #: The largest value of each numeric setting (of each item, for a list), stated in the class
+    #: docstring; published in :meth:`settings_schema` (see :mod:`topicbench.baselines.bounds`).
+    setting_maxima: dict = {}
 
     def __init__(self, num_topics: int | None = None, *, random_state: int = 0, **settings):
         unknown = sorted(set(settings) - set(self.defaults))
@@ -105,6 +117,7 @@ class TopicModel(abc.ABC):
         self.num_topics = num_topics
         self.random_state = random_state
         self.settings = {**self.defaults, **settings}
+        check_finite_settings(self.name, self.settings)  # first: NaN passes every range check
         self._check_setting_types(self.settings)
         self._check_settings(self.settings)
         self.check_num_topics(num_topics)
@@ -115,7 +128,7 @@ class TopicModel(abc.ABC):
         """What was asked: ``num_topics``, ``random_state`` and every setting (defaults filled in)."""
         return {"num_topics": self.num_topics, "random_state": self.random_state, **self.settings}
 
-    def fit(self, corpus: Corpus, *, on_progress=None) -> "TopicModel":
+    def fit(self, corpus: Corpus, *, on_progress=None, stop_requested=None) -> "TopicModel":
         """Fit on ``corpus``; set ``output_`` (checked, with fit time and peak memory) and the
         resolved values (``resolved_`` and one attribute each); return the model.
 
@@ -132,10 +145,15 @@ class TopicModel(abc.ABC):
             ``on_progress(step, total, loss)`` as an iterative fit advances (epochs, passes,
             Gibbs sweeps or E-LDA links; ``loss`` may be None); models that do not iterate never
             call it.
+        stop_requested : callable, optional
+            ``stop_requested()`` is true once the caller no longer wants the fit (its flow was
+            interrupted): an iterative fit looks at each progress step (tomotopy's samplers at
+            every sweep) and raises :class:`FitStopped` there.
         """
         if corpus.n_documents == 0 or corpus.n_tokens == 0:
             raise InputError(f"{self.name}: the corpus {corpus.name!r} is empty")
-        self._on_progress = on_progress
+        self.check_corpus(corpus)
+        self._on_progress, self._stop_requested = on_progress, stop_requested
         try:
             with self._library_errors(corpus):
                 with measure() as setup:
@@ -143,7 +161,7 @@ class TopicModel(abc.ABC):
                 with measure() as usage:
                     output, resolved = self._fit(corpus)
         finally:
-            self._on_progress = None
+            self._on_progress = self._stop_requested = None
         output = _with_usage(output, usage, setup_seconds=setup["seconds"])
         output = replace(output, model=self.name, seed=self.random_state, settings={**self.settings, **resolved})
         self.output_ = output.check(corpus.n_documents, corpus.n_tokens)
@@ -152,10 +170,19 @@ class TopicModel(abc.ABC):
         return self
 
     def _progress(self, step: int, total: int, loss=None) -> None:
-        """Tell the caller of :meth:`fit` how far the fit is (see its ``on_progress``)."""
+        """Tell the caller of :meth:`fit` how far the fit is (see its ``on_progress``), unless it
+        asked the fit to stop (:meth:`_stop_if_requested`)."""
+        self._stop_if_requested(step, total)
         callback = getattr(self, "_on_progress", None)
         if callback is not None:
             callback(int(step), int(total), None if loss is None else float(loss))
+
+    def _stop_if_requested(self, step: int, total: int) -> None:
+        """Raise :class:`FitStopped` if the caller of :meth:`fit` asked it to stop (its
+        ``stop_requested``); a fit whose steps outlast its progress steps calls it at each one."""
+        stop_requested = getattr(self, "_stop_requested", None)
+        if stop_requested is not None and stop_requested():
+            raise FitStopped(f"{self.name}: stopped at step {step}/{total}: its caller asked it to stop")
 
     def _set_resolved(self, resolved: dict) -> None:
         misnamed = [key for key in resolved if not key.endswith("_") or key in _FITTED_FIELDS]
@@ -172,7 +199,7 @@ class TopicModel(abc.ABC):
         """A library's exception as a :class:`ModelError` naming the model and the corpus."""
         try:
             yield
-        except (InputError, ModelError):
+        except (InputError, ModelError, FitStopped):
             raise
         except Exception as error:
             raise ModelError(
@@ -221,7 +248,8 @@ class TopicModel(abc.ABC):
     def settings_schema(cls) -> dict:
         """The model's settings as JSON Schema: each setting has its default's type (a bool is
         not an int, a string not a number), or is one of ``setting_alternatives``; a default of
-        None takes anything the model's own checks accept. Ranges are the model's own checks
+        None takes anything the model's own checks accept. A numeric setting's maximum is its
+        :attr:`setting_maxima` entry; the other range checks are the model's own
         (:meth:`_check_settings`). Part of the benchmark config's published schema."""
         properties = {}
         for key, default in cls.defaults.items():
@@ -229,8 +257,15 @@ class TopicModel(abc.ABC):
             alternatives = list(cls.setting_alternatives.get(key, ()))
             if alternatives and schema:
                 schema = {"anyOf": [schema, {"enum": alternatives}]}
+            if key in cls.setting_maxima:
+                schema = with_maximum(schema, cls.setting_maxima[key])
             properties[key] = {**schema, "default": _as_json(default)}
         return {"title": f"model {cls.name!r}", "type": "object", "additionalProperties": False, "properties": properties}
+
+    def check_corpus(self, corpus: Corpus) -> None:
+        """Raise :class:`InputError` unless K and the settings suit ``corpus`` (default: no
+        checks), e.g. K no more than its documents where the package needs that. Runs when
+        :meth:`fit` starts, before any work (the setup included)."""
 
     def check_num_topics(self, num_topics) -> None:
         """Raise :class:`InputError` unless ``num_topics`` (K) suits this model as configured

@@ -21,11 +21,16 @@ from topicbench.core.output import TopicModelOutput
 from topicbench.core.validation import InputError
 
 from .base import ModelError, TopicModel, import_optional, normalize_rows, require_integers
+from .bounds import MAX_BATCH_DOCUMENTS, MAX_TOP_WORDS, MAX_TOPICS, require_at_most
 
 logger = logging.getLogger(__name__)
 
 #: BERTopic's label for documents HDBSCAN leaves unclustered.
 OUTLIER_TOPIC = -1
+#: The most neighbours of UMAP's graph (its default 15; memory grows with documents x neighbours).
+MAX_UMAP_NEIGHBORS = 10_000
+#: The most dimensions UMAP reduces to (default 5; the embeddings have 384).
+MAX_UMAP_COMPONENTS = 1_000
 
 
 class BERTopicModel(TopicModel):
@@ -37,11 +42,14 @@ class BERTopicModel(TopicModel):
     Settings
     --------
     min_topic_size : int
-        HDBSCAN's ``min_cluster_size`` (BERTopic default 10).
+        HDBSCAN's ``min_cluster_size`` (BERTopic default 10; at most 1,000,000).
     umap_neighbors, umap_components : int
-        UMAP's ``n_neighbors`` and ``n_components`` (15 and 5); ``min_dist=0``, cosine metric.
+        UMAP's ``n_neighbors`` and ``n_components`` (15 and 5; at most
+        :data:`MAX_UMAP_NEIGHBORS`, 10,000, and :data:`MAX_UMAP_COMPONENTS`, 1000); ``min_dist=0``,
+        cosine metric.
     nr_topics : None, "auto" or int
-        BERTopic's topic reduction after clustering (``None``: none).
+        BERTopic's topic reduction after clustering (``None``: none); a number is at most
+        100,000 and at most the corpus's documents.
     reduce_to_num_topics : bool
         Reduce to the model's ``num_topics`` (overrides ``nr_topics``).
     calculate_probabilities : bool
@@ -50,7 +58,7 @@ class BERTopicModel(TopicModel):
     embedding_model : str or None
         A local sentence-transformers folder (``None``: the bundled all-MiniLM-L6-v2).
     top_words : int
-        Words per topic in the output's topic lists (BERTopic's ``top_n_words``).
+        Words per topic in the output's topic lists (BERTopic's ``top_n_words``; at most 1000).
 
     Notes
     -----
@@ -58,7 +66,9 @@ class BERTopicModel(TopicModel):
     Their word lists are BERTopic's representation with its padding (empty words for topics with
     fewer than ``top_words`` scored words) removed, so a short topic stays short. Topic-word
     rows are the c-TF-IDF rows scaled to sum to 1 (c-TF-IDF is a weight, not a probability).
-    BERTopic assigns no topics to tokens.
+    BERTopic assigns no topics to tokens. What the corpus must hold (documents enough for UMAP's
+    neighbours and two clusters; no more topics to reduce to than documents) is checked when the
+    fit starts, before the embeddings load.
     """
 
     name = "bertopic"
@@ -72,6 +82,10 @@ class BERTopicModel(TopicModel):
         "calculate_probabilities": True,
         "embedding_model": None,
         "top_words": OUTPUT_TOP_WORDS,
+    }
+    setting_maxima = {
+        "min_topic_size": MAX_BATCH_DOCUMENTS, "umap_neighbors": MAX_UMAP_NEIGHBORS,
+        "umap_components": MAX_UMAP_COMPONENTS, "nr_topics": MAX_TOPICS, "top_words": MAX_TOP_WORDS,
     }
     supports_transform = True
     uses_document_embeddings = True
@@ -87,6 +101,20 @@ class BERTopicModel(TopicModel):
         if not (nr_topics is None or nr_topics == "auto" or (isinstance(nr_topics, (int, np.integer)) and nr_topics >= 2)):
             raise InputError(f"{self.name}: nr_topics must be None, 'auto' or an integer >= 2, got {nr_topics!r}")
 
+    def check_corpus(self, corpus: Corpus) -> None:
+        settings = self.settings
+        minimum = max(settings["umap_neighbors"] + 1, 2 * settings["min_topic_size"])
+        if corpus.n_documents < minimum:
+            raise ModelError(
+                f"{self.name}: too few documents for its clustering: {corpus.n_documents} documents, "
+                f"UMAP with {settings['umap_neighbors']} neighbours and two HDBSCAN clusters of at "
+                f"least {settings['min_topic_size']} need {minimum} or more"
+            )
+        reduced_to = self.num_topics if settings["reduce_to_num_topics"] else settings["nr_topics"]
+        if isinstance(reduced_to, (int, np.integer)):  # not None or "auto"
+            require_at_most(self.name, "the topics to reduce to", reduced_to, corpus.n_documents,
+                            f"the documents of corpus {corpus.name!r} (a topic is a cluster of documents)")
+
     def _setup(self, corpus: Corpus) -> None:
         """Import BERTopic's stack (UMAP compiles numba code on import), load the sentence model
         and the corpus's (cached) document embeddings, outside the timed fit."""
@@ -101,13 +129,6 @@ class BERTopicModel(TopicModel):
         from .embeddings import corpus_texts, document_embeddings
 
         settings = self.settings
-        minimum = max(settings["umap_neighbors"] + 1, 2 * settings["min_topic_size"])
-        if corpus.n_documents < minimum:
-            raise ModelError(
-                f"{self.name}: too few documents for its clustering: {corpus.n_documents} documents, "
-                f"UMAP with {settings['umap_neighbors']} neighbours and two HDBSCAN clusters of at "
-                f"least {settings['min_topic_size']} need {minimum} or more"
-            )
         nr_topics = settings["nr_topics"]
         if settings["reduce_to_num_topics"]:
             nr_topics = self._require_num_topics(self.num_topics)

@@ -12,6 +12,11 @@ from topicbench.core.elda.parallel import LocalShards
 from topicbench.core.validation import InputError, check_epsilon, check_kappa
 
 from .base import TopicModel, require_choice, require_integers
+from .bounds import MAX_TOP_WORDS
+
+#: The most topics per document on average: E-LDA makes its floor(kappa x documents) links one
+#: at a time, and the paper's studies use 1 to 5.
+MAX_KAPPA = 1_000.0
 
 #: The algorithms of the ``algorithm`` setting: exact FastGreedy, or the low-adaptivity
 #: parallel algorithm in this process (:class:`~topicbench.core.elda.parallel.LocalShards`).
@@ -35,14 +40,15 @@ class ELDAModel(TopicModel):
     Settings
     --------
     kappa : float
-        Mean number of topics per document, κ in the paper (spec §1); budget k = floor(κ D).
+        Mean number of topics per document, κ in the paper (the E-LDA paper's objective); budget k = floor(κ D). At
+        most :data:`MAX_KAPPA` (1000).
     generator : {"raw_umass", "exp_umass", "cooccurrence"}
-        Keyword topic generator (spec §2); default :data:`~topicbench.core.constants.DEFAULT_GENERATOR`,
+        Keyword topic generator (the E-LDA paper's keyword generators); default :data:`~topicbench.core.constants.DEFAULT_GENERATOR`,
         the paper's best, the estimator's and the CLI's default too.
     top_words : int
-        Words per topic in the output's topic lists.
+        Words per topic in the output's topic lists (at most 1000).
     algorithm : {"exact", "parallel"}
-        Exact FastGreedy (1 - 1/e), or the low-adaptivity parallel algorithm (spec §3,
+        Exact FastGreedy (1 - 1/e), or the low-adaptivity parallel algorithm (the E-LDA paper's algorithms,
         1 - 1/e - O(ε)) run in this process on numba's threads (as many as the process allows:
         a benchmark's Dask worker holds them to its thread count).
     epsilon : float
@@ -66,6 +72,7 @@ class ELDAModel(TopicModel):
         "algorithm": "exact",
         "epsilon": DEFAULT_EPSILON,
     }
+    setting_maxima = {"kappa": MAX_KAPPA, "top_words": MAX_TOP_WORDS, "epsilon": 1.0}
 
     def _check_settings(self, settings: dict) -> None:
         try:

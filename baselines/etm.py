@@ -34,6 +34,7 @@ from topicbench.core.validation import InputError
 
 from . import _neural
 from .base import TopicModel, require_choice, require_integers, require_positive
+from .bounds import MAX_BATCH_DOCUMENTS, MAX_ITERATIONS, MAX_LAYER_SIZE, MAX_LEARNING_RATE, MAX_THREADS, MAX_TOP_WORDS
 
 #: Added inside log p(w | d) (the authors' constant).
 ETM_LOG_EPSILON = 1e-6
@@ -48,12 +49,13 @@ class ETM(TopicModel):
         Learn ρ with the model, or fix it to the local sentence-transformers word vectors.
     embedding_size : int
         Size of ρ and α_k when trained (OCTIS ``rho_size=300``, ``embedding_size=300``; ρ is
-        trained, ``train_embeddings=True``); with fixed vectors, their size (384).
+        trained, ``train_embeddings=True``); with fixed vectors, their size (384). At most 10,000.
     embedding_model : str or None
         A local sentence-transformers folder for ``"sentence_transformer"`` (``None``: the bundled
         all-MiniLM-L6-v2).
     hidden_size : int
-        Width of the encoder's two layers (OCTIS ``t_hidden_size=800``, as the authors' script).
+        Width of the encoder's two layers (OCTIS ``t_hidden_size=800``, as the authors' script;
+        at most 10,000).
     activation : {"relu", "softplus", "tanh"}
         Encoder activation (OCTIS ``activation="relu"``, as the authors' ``theta_act``).
     dropout : float
@@ -61,15 +63,16 @@ class ETM(TopicModel):
         ``enc_drop=0.0``).
     epochs, batch_size : int
         OCTIS ``num_epochs=100``, ``batch_size=128`` (the authors' script: batches of 1000, and
-        "150 for 20ng 100 for others" epochs).
+        "150 for 20ng 100 for others" epochs). At most 100,000 epochs and 1,000,000 documents a
+        batch.
     learning_rate, weight_decay : float
         Adam (OCTIS ``optimizer="adam"``, ``lr=0.005``, ``wdecay=1.2e-6``, as the authors'
         script; no gradient clipping, ``clip=0.0``; the encoder reads counts / document length,
-        ``bow_norm=1``).
+        ``bow_norm=1``). The step size is at most 10, the weight decay at most 1.
     threads : int
-        torch CPU threads during the fit.
+        torch CPU threads during the fit (at most 1024).
     top_words : int
-        Words per topic in the output's topic lists.
+        Words per topic in the output's topic lists (at most 1000).
 
     Notes
     -----
@@ -93,6 +96,11 @@ class ETM(TopicModel):
         "weight_decay": 1.2e-6,
         "threads": 1,
         "top_words": OUTPUT_TOP_WORDS,
+    }
+    setting_maxima = {
+        "embedding_size": MAX_LAYER_SIZE, "hidden_size": MAX_LAYER_SIZE, "dropout": 1.0, "epochs": MAX_ITERATIONS,
+        "batch_size": MAX_BATCH_DOCUMENTS, "learning_rate": MAX_LEARNING_RATE, "weight_decay": 1.0,
+        "threads": MAX_THREADS, "top_words": MAX_TOP_WORDS,
     }
     supports_transform = True
 

@@ -55,8 +55,12 @@ from . import _neural
 from .base import (
     ModelError, TopicModel, normalize_rows, require_integers, require_positive, top_words_of, training_record,
 )
+from .bounds import MAX_ITERATIONS, MAX_LEARNING_RATE, MAX_SCALE, MAX_THREADS, MAX_TOP_WORDS
 
 logger = logging.getLogger(__name__)
+
+#: The most words ``vocab_size`` may keep (more than any vocabulary: a larger value keeps them all).
+MAX_VOCAB_SIZE = 10_000_000
 
 
 
@@ -66,18 +70,19 @@ class FASTopic(TopicModel):
     Settings
     --------
     epochs : int
-        Full-batch training epochs (package default 200).
+        Full-batch training epochs (package default 200; at most 100,000).
     learning_rate : float
-        Adam's step size (0.002).
+        Adam's step size (0.002; at most 10).
     dt_alpha, tw_alpha : float
         Sinkhorn entropic-regularisation strengths (inverse temperatures) of the
-        document-topic and topic-word transport plans (3 and 2).
+        document-topic and topic-word transport plans (3 and 2; at most 10^6).
     theta_temperature : float
-        Temperature of the distance softmax giving document proportions (1).
+        Temperature of the distance softmax giving document proportions (1; at most 10^6).
     sinkhorn_max_iterations : int
-        Sinkhorn steps at most per transport plan (5000).
+        Sinkhorn steps at most per transport plan (5000; at most 100,000).
     sinkhorn_tolerance : float
-        Stop when the larger of the two marginals' L1 errors is at most this (0.005).
+        Stop when the larger of the two marginals' L1 errors is at most this (0.005; at most 2,
+        the largest L1 distance of two distributions).
     embedding_model : str or None
         A local sentence-transformers folder (``None``: the bundled all-MiniLM-L6-v2).
     vocab_size : int or None
@@ -85,10 +90,11 @@ class FASTopic(TopicModel):
         ``Preprocess(vocab_size=N)``, which the package's README passes to FASTopic (``None``, the
         package's default: every corpus word). The document embeddings, the documents and the
         output's columns (the corpus vocabulary; words left out have probability 0) are unchanged.
+        At most :data:`MAX_VOCAB_SIZE` (10^7).
     threads : int
-        torch CPU threads during the fit.
+        torch CPU threads during the fit (at most 1024).
     top_words : int
-        Words per topic in the output's topic lists.
+        Words per topic in the output's topic lists (at most 1000).
 
     Notes
     -----
@@ -114,6 +120,11 @@ class FASTopic(TopicModel):
         "vocab_size": None,
         "threads": 1,
         "top_words": OUTPUT_TOP_WORDS,
+    }
+    setting_maxima = {
+        "epochs": MAX_ITERATIONS, "learning_rate": MAX_LEARNING_RATE, "dt_alpha": MAX_SCALE, "tw_alpha": MAX_SCALE,
+        "theta_temperature": MAX_SCALE, "sinkhorn_max_iterations": MAX_ITERATIONS, "sinkhorn_tolerance": 2.0,
+        "vocab_size": MAX_VOCAB_SIZE, "threads": MAX_THREADS, "top_words": MAX_TOP_WORDS,
     }
     supports_transform = True
     uses_document_embeddings = True

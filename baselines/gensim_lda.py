@@ -16,6 +16,7 @@ from topicbench.core.output import TopicModelOutput
 from topicbench.core.validation import InputError
 
 from .base import TopicModel, normalize_rows, require_integers, require_positive, top_words_of, training_record
+from .bounds import MAX_BATCH_DOCUMENTS, MAX_CONCENTRATION, MAX_ITERATIONS, MAX_SCALE, MAX_TOP_WORDS
 
 logger = logging.getLogger(__name__)
 
@@ -35,11 +36,14 @@ class GensimLDA(TopicModel):
     eta : float
         Topic-word prior β (0.01, as the paper's Gibbs runs).
     passes, iterations : int
-        Passes over the corpus; variational iterations per document and pass.
+        Passes over the corpus; variational iterations per document and pass (each at most
+        100,000, :data:`~topicbench.baselines.bounds.MAX_ITERATIONS`).
     chunksize, decay, offset, gamma_threshold : as in gensim
-        Online-update batch size and learning-rate schedule, E-step convergence threshold.
+        Online-update batch size (at most 1,000,000 documents) and learning-rate schedule (decay
+        at most 1, gensim's (0.5, 1]; offset at most 10^6), E-step convergence threshold (at
+        most 1). alpha (a number) and eta are at most 10,000.
     top_words : int
-        Words per topic in the output's topic lists.
+        Words per topic in the output's topic lists (at most 1000).
 
     Notes
     -----
@@ -66,6 +70,11 @@ class GensimLDA(TopicModel):
     supports_transform = True
 
     setting_alternatives = {"alpha": ("auto",)}
+    setting_maxima = {
+        "alpha": MAX_CONCENTRATION, "eta": MAX_CONCENTRATION, "passes": MAX_ITERATIONS, "iterations": MAX_ITERATIONS,
+        "chunksize": MAX_BATCH_DOCUMENTS, "decay": 1.0, "offset": MAX_SCALE, "gamma_threshold": 1.0,
+        "top_words": MAX_TOP_WORDS,
+    }
 
     def _check_settings(self, settings: dict) -> None:
         if settings["alpha"] != "auto":

@@ -1,6 +1,6 @@
 """Collapsed Gibbs LDA with tomotopy, exposing its own final token assignments.
 
-The paper's baselines (spec §4, Experiment Set 1) are MALLET's collapsed Gibbs sampler with
+The paper's baselines (the paper's Experiment Set 1) are MALLET's collapsed Gibbs sampler with
 K = 100, β = 0.01 and 1000 iterations, in three settings; tomotopy runs the same sampler:
 
 ==============  ==================================================
@@ -24,10 +24,11 @@ from topicbench.core.output import TopicModelOutput
 from topicbench.core.validation import InputError
 
 from .base import ModelError, TopicModel, import_optional, require_integers, require_positive, top_words_of, training_record
+from .bounds import MAX_CONCENTRATION, MAX_ITERATIONS, MAX_THREADS, MAX_TOP_WORDS
 
 logger = logging.getLogger(__name__)
 
-#: The paper's three Gibbs settings (spec §4) as settings of :class:`GibbsLDA`.
+#: The paper's three Gibbs settings (the E-LDA paper's experiments) as settings of :class:`GibbsLDA`.
 PAPER_SETTINGS = {
     "gibbs": {"alpha": 1.0, "optimize_alpha": False},
     "gibbs_sparse": {"alpha": 0.1, "optimize_alpha": False},
@@ -46,7 +47,8 @@ class GibbsLDA(TopicModel):
     Settings
     --------
     alpha : float
-        Document-topic prior per topic (fixed, or the starting value when optimised).
+        Document-topic prior per topic (fixed, or the starting value when optimised); it and
+        ``eta`` are at most 10,000 (:data:`~topicbench.baselines.bounds.MAX_CONCENTRATION`).
     optimize_alpha : bool
         Optimise an asymmetric α during sampling (Gibbs-Bayes). tomotopy optimises by default
         (``optim_interval=10``); fixed α sets ``optim_interval=0``.
@@ -57,18 +59,22 @@ class GibbsLDA(TopicModel):
     iterations : int
         Gibbs sweeps over the corpus (1000 in the paper).
     workers : int
-        Sampling threads. 1 (the default) runs tomotopy's serial scheme, which makes a seed give
-        identical results; more threads are faster but not reproducible.
+        Sampling threads (at most 1024). 1 (the default) runs tomotopy's serial scheme, which
+        makes a seed give identical results; more threads are faster but not reproducible.
     infer_iterations : int
-        Gibbs sweeps per held-out document in :meth:`transform`.
+        Gibbs sweeps per held-out document in :meth:`transform`. It, ``iterations``,
+        ``optim_interval`` and ``burn_in`` are at most 100,000
+        (:data:`~topicbench.baselines.bounds.MAX_ITERATIONS`).
     top_words : int
-        Words per topic in the output's topic lists.
+        Words per topic in the output's topic lists (at most 1000).
 
     Notes
     -----
     ``token_topics`` are the sampler's final assignments z, in the corpus's token order.
     From them: p(w | k) = (n_kw + β) / (n_k + Vβ) over the corpus vocabulary and
-    p(k | d) = (n_dk + α_k) / (n_d + Σα), with the final (resolved) α in ``alpha_``.
+    p(k | d) = (n_dk + α_k) / (n_d + Σα), with the final (resolved) α in ``alpha_``. tomotopy
+    returns to Python after every sweep, where the fit can stop (``fit(stop_requested=...)``): a
+    sweep is one call into C++ that holds the interpreter; the samples are those of one call.
     """
 
     name = "gibbs_lda"
@@ -84,6 +90,11 @@ class GibbsLDA(TopicModel):
         "workers": 1,
         "infer_iterations": 100,
         "top_words": OUTPUT_TOP_WORDS,
+    }
+    setting_maxima = {
+        "alpha": MAX_CONCENTRATION, "eta": MAX_CONCENTRATION, "optim_interval": MAX_ITERATIONS,
+        "burn_in": MAX_ITERATIONS, "iterations": MAX_ITERATIONS, "workers": MAX_THREADS,
+        "infer_iterations": MAX_ITERATIONS, "top_words": MAX_TOP_WORDS,
     }
     supports_transform = True
 
@@ -160,10 +171,18 @@ class GibbsLDA(TopicModel):
             int(settings["iterations"]),
             workers=int(settings["workers"]),
             parallel=self._parallel_scheme(tomotopy),
-            callback_interval=CURVE_INTERVAL,
-            callback=lambda model, iteration, total: _record_progress(curve, model, iteration, total, self._progress),
+            callback_interval=1,  # back in Python after every sweep, where the fit can stop
+            callback=lambda model, iteration, total: self._after_sweep(curve, model, iteration, total),
         )
         return model, curve
+
+    def _after_sweep(self, curve: dict, model, iteration: int, total: int) -> bool:
+        """tomotopy's callback after every sweep: stop if the caller asked; every
+        :data:`CURVE_INTERVAL` sweeps (and at the last) record the curve's point."""
+        self._stop_if_requested(iteration, total)
+        if iteration % CURVE_INTERVAL == 0 or iteration == total:
+            _record_progress(curve, model, iteration, total, self._progress)
+        return True
 
     def _parallel_scheme(self, tomotopy):
         return tomotopy.ParallelScheme.NONE if int(self.settings["workers"]) == 1 else tomotopy.ParallelScheme.DEFAULT

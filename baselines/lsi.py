@@ -17,11 +17,16 @@ from topicbench.core.corpus import Corpus
 from topicbench.core.output import TopicModelOutput
 
 from .base import TopicModel, normalize_rows, require_choice, require_integers, require_positive, top_words_of
+from .bounds import MAX_BATCH_DOCUMENTS, MAX_TOP_WORDS
 from .gensim_lda import _bow
 
 logger = logging.getLogger(__name__)
 
 FEATURES = ("tfidf", "counts")
+#: The most power iterations of the stochastic SVD (gensim's default 2; each is a pass over the corpus).
+MAX_POWER_ITERS = 100
+#: The most oversampling columns: the SVD keeps vocabulary x (K + extra_samples) numbers.
+MAX_EXTRA_SAMPLES = 10_000
 
 
 class LSI(TopicModel):
@@ -34,15 +39,16 @@ class LSI(TopicModel):
         What the SVD factorises: gensim's ``TfidfModel`` weights of the counts (its tutorial,
         the default) or the counts.
     chunksize : int
-        Documents per update (20000).
+        Documents per update (20000; at most 1,000,000).
     decay : float
-        Weight of the existing decomposition against each new chunk (1.0).
+        Weight of the existing decomposition against each new chunk (1.0; at most 1).
     onepass : bool
         gensim's one-pass stochastic SVD (True) or the multi-pass algorithm.
     power_iters, extra_samples : int
-        Power iterations (2) and oversampling (100) of the stochastic SVD.
+        Power iterations (2; at most :data:`MAX_POWER_ITERS`, 100) and oversampling (100; at most
+        :data:`MAX_EXTRA_SAMPLES`, 10,000) of the stochastic SVD.
     top_words : int
-        Words per topic in the output's topic lists.
+        Words per topic in the output's topic lists (at most 1000).
 
     Notes
     -----
@@ -68,6 +74,10 @@ class LSI(TopicModel):
         "power_iters": 2,
         "extra_samples": 100,
         "top_words": OUTPUT_TOP_WORDS,
+    }
+    setting_maxima = {
+        "chunksize": MAX_BATCH_DOCUMENTS, "decay": 1.0, "power_iters": MAX_POWER_ITERS,
+        "extra_samples": MAX_EXTRA_SAMPLES, "top_words": MAX_TOP_WORDS,
     }
     supports_transform = True
 

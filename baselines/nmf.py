@@ -21,6 +21,7 @@ from topicbench.core.output import TopicModelOutput
 from topicbench.core.validation import InputError
 
 from .base import TopicModel, normalize_rows, require_choice, require_integers, require_positive, top_words_of
+from .bounds import MAX_ITERATIONS, MAX_SCALE, MAX_TOP_WORDS, require_at_most
 
 logger = logging.getLogger(__name__)
 
@@ -45,12 +46,13 @@ class NMF(TopicModel):
     beta_loss : {"frobenius", "kullback-leibler", "itakura-saito"}
         The divergence minimised; the last two need ``solver="mu"``.
     tol, max_iter :
-        Stopping tolerance (1e-4) and most iterations (200), scikit-learn's.
+        Stopping tolerance (1e-4; at most 1) and most iterations (200; at most 100,000),
+        scikit-learn's.
     alpha_W, l1_ratio : float
-        Regularisation of W (and of H, scikit-learn's ``alpha_H="same"``): strength (0) and
-        L1 share in [0, 1] (0).
+        Regularisation of W (and of H, scikit-learn's ``alpha_H="same"``): strength (0; at most
+        10^6) and L1 share in [0, 1] (0).
     top_words : int
-        Words per topic in the output's topic lists.
+        Words per topic in the output's topic lists (at most 1000).
 
     Notes
     -----
@@ -60,7 +62,9 @@ class NMF(TopicModel):
     scikit-learn's own stopping rule (the fit stopped before ``max_iter``), beside
     ``extra["iterations"]`` and the final ``extra["reconstruction_error"]`` (the loss at the
     end, the β-divergence of X and W H). :meth:`transform` solves for W with H fixed
-    (scikit-learn's ``transform``), on TF-IDF weights with the training documents' idf.
+    (scikit-learn's ``transform``), on TF-IDF weights with the training documents' idf. An
+    ``init`` of the NNDSVD family needs K at most min(documents, vocabulary), checked when the
+    fit starts (scikit-learn would find out in its fit).
     """
 
     name = "nmf"
@@ -76,6 +80,8 @@ class NMF(TopicModel):
         "l1_ratio": 0.0,
         "top_words": OUTPUT_TOP_WORDS,
     }
+    setting_maxima = {"tol": 1.0, "max_iter": MAX_ITERATIONS, "alpha_W": MAX_SCALE, "l1_ratio": 1.0,
+                      "top_words": MAX_TOP_WORDS}
     supports_transform = True
 
     def _check_settings(self, settings: dict) -> None:
@@ -91,10 +97,17 @@ class NMF(TopicModel):
             )
         require_positive(self.name, settings, ["tol"])
         require_integers(self.name, settings, {"max_iter": 1, "top_words": 1})
-        for key, high in (("alpha_W", np.inf), ("l1_ratio", 1.0)):
+        for key, high in (("alpha_W", MAX_SCALE), ("l1_ratio", 1.0)):
             value = settings[key]
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= high:
                 raise InputError(f"{self.name}: {key} must be a number in [0, {high}], got {value!r}")
+
+    def check_corpus(self, corpus: Corpus) -> None:
+        if self.settings["init"] in ("nndsvd", "nndsvda", "nndsvdar"):  # an SVD of rank K
+            require_at_most(self.name, f"num_topics with init {self.settings['init']!r}", self.num_topics,
+                            min(corpus.n_documents, corpus.n_words),
+                            f"the smaller of corpus {corpus.name!r}'s documents ({corpus.n_documents}) and "
+                            f"words ({corpus.n_words})")
 
     def _setup(self, corpus: Corpus) -> None:
         """Import scikit-learn's NMF and TF-IDF before the timed fit (one-time work)."""

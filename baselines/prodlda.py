@@ -30,6 +30,10 @@ from topicbench.core.validation import InputError
 
 from . import _neural
 from .base import TopicModel, require_integers, require_positive
+from .bounds import (
+    MAX_BATCH_DOCUMENTS, MAX_CONCENTRATION, MAX_ITERATIONS, MAX_LAYER_SIZE, MAX_LAYERS, MAX_LEARNING_RATE, MAX_THREADS,
+    MAX_TOP_WORDS,
+)
 
 
 class ProdLDA(TopicModel):
@@ -41,23 +45,26 @@ class ProdLDA(TopicModel):
         Training epochs and mini-batch size (OCTIS ``AVITM``: ``num_epochs=100``,
         ``batch_size=64``; the batches are a fresh shuffle of the documents each epoch, the last
         one short, as its ``DataLoader(shuffle=True)``; a last batch of a single document joins
-        the one before, where OCTIS's BatchNorm would fail on it).
+        the one before, where OCTIS's BatchNorm would fail on it). At most 100,000 epochs and
+        1,000,000 documents a batch (:mod:`~topicbench.baselines.bounds`).
     learning_rate, momentum : float
         Adam's step size and first-moment decay β₁ (``lr=2e-3``, ``momentum=0.99``; β₂ is 0.99,
         ``avitm_model.py``'s ``betas=(momentum, 0.99)``; ``solver="adam"``, no
-        ``reduce_on_plateau``).
+        ``reduce_on_plateau``). The step size is at most 10.
     hidden_sizes : tuple of int
-        Encoder layers (``num_layers=2``, ``num_neurons=100``, ``activation="softplus"``).
+        Encoder layers (``num_layers=2``, ``num_neurons=100``, ``activation="softplus"``): at most
+        100 layers of at most 10,000 units.
     dropout : float
         Dropout on the encoder output and on θ (``dropout=0.2``).
     prior_alpha : float
         The symmetric Dirichlet whose Laplace approximation is the prior's start (1: mean 0,
         variance 1 - 1/K, OCTIS's ``prior_mean=0.0``, ``prior_variance=None``). The prior's mean
-        and variance are then learned (``learn_priors=True``).
+        and variance are then learned (``learn_priors=True``); at most 10,000.
     threads : int
-        torch CPU threads during the fit (see :func:`~topicbench.baselines._neural.seeded`).
+        torch CPU threads during the fit (see :func:`~topicbench.baselines._neural.seeded`; at
+        most 1024).
     top_words : int
-        Words per topic in the output's topic lists.
+        Words per topic in the output's topic lists (at most 1000).
 
     Notes
     -----
@@ -81,6 +88,11 @@ class ProdLDA(TopicModel):
         "prior_alpha": 1.0,
         "threads": 1,
         "top_words": OUTPUT_TOP_WORDS,
+    }
+    setting_maxima = {
+        "epochs": MAX_ITERATIONS, "batch_size": MAX_BATCH_DOCUMENTS, "learning_rate": MAX_LEARNING_RATE,
+        "momentum": 1.0, "hidden_sizes": MAX_LAYER_SIZE, "dropout": 1.0, "prior_alpha": MAX_CONCENTRATION,
+        "threads": MAX_THREADS, "top_words": MAX_TOP_WORDS,
     }
     supports_transform = True
     #: What the encoder reads (see :func:`~topicbench.baselines._neural.build_prodlda_network`).
@@ -106,6 +118,8 @@ class ProdLDA(TopicModel):
         sizes = settings["hidden_sizes"]
         if not isinstance(sizes, (tuple, list)) or not sizes or not all(isinstance(n, int) and n >= 1 for n in sizes):
             raise InputError(f"{self.name}: hidden_sizes must list positive layer sizes, got {sizes!r}")
+        if len(sizes) > MAX_LAYERS:
+            raise InputError(f"{self.name}: hidden_sizes lists {len(sizes)} layers; give at most {MAX_LAYERS}")
 
     def _embeddings(self, corpus: Corpus):
         """The contextual document embeddings the encoder reads (none for ProdLDA)."""

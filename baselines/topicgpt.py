@@ -36,6 +36,13 @@ from topicbench.core.validation import InputError
 
 from . import _topicgpt_protocol as protocol
 from .base import ModelError, TopicModel, normalize_rows, require_integers, top_words_of
+from .bounds import MAX_TOP_WORDS, MAX_TOPICS
+
+#: The most documents, reply tokens and document words of the prompts (each sampled document is
+#: one request; 100,000 tokens is about the longest context an endpoint takes).
+MAX_PROMPT_COUNT = 100_000
+#: The most refinement requests.
+MAX_MERGE_PROMPTS = 10_000
 
 logger = logging.getLogger(__name__)
 
@@ -58,26 +65,30 @@ class TopicGPT(TopicModel):
     Settings
     --------
     sample_size : int
-        Documents the topics are generated from (the authors sample; default 100).
+        Documents the topics are generated from (the authors sample; default 100; at most
+        :data:`MAX_PROMPT_COUNT`, 100,000).
     max_topics : int
-        Most topics kept after refinement (the most often proposed).
+        Most topics kept after refinement (the most often proposed; at most 100,000).
     temperature : float
-        Sampling temperature of every request (the authors' default 0).
+        Sampling temperature of every request (the authors' default 0; at most 2).
     max_reply_tokens : int
-        The token limit of each reply.
+        The token limit of each reply (at most 100,000).
     max_document_words : int
         Words of a document shown in a prompt (its first ones; the authors truncate to the
-        model's context in tokens).
+        model's context in tokens; at most 100,000).
     refine : bool
         Run the refinement step (it needs the bundled sentence-transformers model).
     merge_threshold : float
-        Cosine similarity above which two topics are shown to the refinement prompt (authors 0.5).
+        Cosine similarity above which two topics are shown to the refinement prompt (authors 0.5;
+        at most 1).
     max_merge_prompts : int
-        Most refinement requests (the authors' loop has no limit; a weak model can keep it going).
+        Most refinement requests (the authors' loop has no limit; a weak model can keep it going;
+        at most :data:`MAX_MERGE_PROMPTS`, 10,000).
     removal_threshold : float
-        Share of the total count below which a topic is dropped (authors 0.01; 0 keeps all).
+        Share of the total count below which a topic is dropped (authors 0.01; 0 keeps all; at
+        most 1).
     top_words : int
-        Words per topic in the output's topic lists.
+        Words per topic in the output's topic lists (at most 1000).
 
     Notes
     -----
@@ -107,6 +118,11 @@ class TopicGPT(TopicModel):
         "max_merge_prompts": 50,
         "removal_threshold": 0.01,
         "top_words": OUTPUT_TOP_WORDS,
+    }
+    setting_maxima = {
+        "sample_size": MAX_PROMPT_COUNT, "max_topics": MAX_TOPICS, "temperature": 2.0,
+        "max_reply_tokens": MAX_PROMPT_COUNT, "max_document_words": MAX_PROMPT_COUNT, "merge_threshold": 1.0,
+        "max_merge_prompts": MAX_MERGE_PROMPTS, "removal_threshold": 1.0, "top_words": MAX_TOP_WORDS,
     }
     reproducible = False  # the endpoint's sampling decides; with its replies cached, a re-run is identical
     topics_decided_by = "the LLM's generation and refinement (max_topics caps them)"

@@ -38,6 +38,7 @@ from topicbench.core.corpus import Corpus
 from topicbench.core.output import TopicModelOutput
 
 from .base import TopicModel, import_optional, normalize_rows, require_choice, require_integers, require_positive
+from .bounds import MAX_CONCENTRATION, MAX_ITERATIONS, MAX_TOP_WORDS, require_at_most
 
 logger = logging.getLogger(__name__)
 
@@ -110,8 +111,9 @@ class TurftopicModel(TopicModel):
     supports_transform = True
     #: Whether the package encodes the vocabulary's words in its fit (KeyNMF, S³; not GMM).
     encodes_words = True
-    #: Shared settings (each subclass adds its own).
+    #: Shared settings (each subclass adds its own) and their maxima.
     common_defaults = {"embedding_model": None, "top_words": OUTPUT_TOP_WORDS}
+    common_maxima = {"top_words": MAX_TOP_WORDS}
 
     @abc.abstractmethod
     def package_model(self, corpus: Corpus, num_topics: int):
@@ -120,6 +122,12 @@ class TurftopicModel(TopicModel):
     @abc.abstractmethod
     def _convergence(self, model) -> dict:
         """``extra`` entries saying whether the fitted package ``model`` converged."""
+
+    def _require_topics_within_documents(self, corpus: Corpus, why: str) -> None:
+        """K at most the corpus's documents, which the package needs (``why``) but checks only
+        inside its fit, after the embeddings were loaded."""
+        require_at_most(self.name, "num_topics", self.num_topics, corpus.n_documents,
+                        f"the documents of corpus {corpus.name!r} ({why})")
 
     def _setup(self, corpus: Corpus) -> None:
         """Load the encoder and the corpus's (cached) document and word embeddings before the
@@ -193,13 +201,13 @@ class KeyNMF(TurftopicModel):
     Settings
     --------
     top_n : int
-        Keywords per document (turftopic's default 25).
+        Keywords per document (turftopic's default 25; at most 1000).
     metric : {"cosine", "dot"}
         Similarity of word and document embeddings ("cosine").
     embedding_model : str or None
         A local sentence-transformers folder (``None``: the bundled all-MiniLM-L6-v2).
     top_words : int
-        Words per topic in the output's topic lists.
+        Words per topic in the output's topic lists (at most 1000).
 
     Notes
     -----
@@ -214,6 +222,7 @@ class KeyNMF(TurftopicModel):
     name = "keynmf"
     family = "embedding + matrix factorisation"
     defaults = {"top_n": 25, "metric": "cosine", **TurftopicModel.common_defaults}
+    setting_maxima = {"top_n": MAX_TOP_WORDS, **TurftopicModel.common_maxima}
 
     def _check_settings(self, settings: dict) -> None:
         require_integers(self.name, settings, {"top_n": 1, "top_words": 1})
@@ -238,13 +247,13 @@ class S3(TurftopicModel):
     Settings
     --------
     max_iter : int
-        FastICA's most iterations (turftopic's default 200).
+        FastICA's most iterations (turftopic's default 200; at most 100,000).
     feature_importance : {"combined", "axial", "angular"}
         How a word's weight for a topic is read off its embedding ("combined": axial² × angular).
     embedding_model : str or None
         A local sentence-transformers folder (``None``: the bundled all-MiniLM-L6-v2).
     top_words : int
-        Words per topic in the output's topic lists.
+        Words per topic in the output's topic lists (at most 1000).
 
     Notes
     -----
@@ -255,16 +264,22 @@ class S3(TurftopicModel):
     document's topic proportions are the positive part of its ICA coordinates normalised (a
     document negative on every axis: uniform). ``extra["converged"]`` is FastICA's stopping rule
     (tolerance 1e-4 reached before ``max_iter``). :meth:`transform` is the package's (ICA
-    coordinates of the new documents' embeddings), made proportions the same way.
+    coordinates of the new documents' embeddings), made proportions the same way. K is at most
+    the corpus's documents (ICA finds at most as many components as it has samples), checked when
+    the fit starts.
     """
 
     name = "s3"
     family = "embedding decomposition (ICA)"
     defaults = {"max_iter": 200, "feature_importance": "combined", **TurftopicModel.common_defaults}
+    setting_maxima = {"max_iter": MAX_ITERATIONS, **TurftopicModel.common_maxima}
 
     def _check_settings(self, settings: dict) -> None:
         require_integers(self.name, settings, {"max_iter": 1, "top_words": 1})
         require_choice(self.name, "feature_importance", settings["feature_importance"], S3_FEATURE_IMPORTANCE)
+
+    def check_corpus(self, corpus: Corpus) -> None:
+        self._require_topics_within_documents(corpus, "ICA finds at most one component per document")
 
     def package_model(self, corpus: Corpus, num_topics: int):
         from turftopic import SemanticSignalSeparation
@@ -289,13 +304,13 @@ class GMM(TurftopicModel):
         None (turftopic's default): maximum likelihood by EM (scikit-learn's ``GaussianMixture``);
         otherwise variational inference with that prior on the weights (``BayesianGaussianMixture``).
     gamma : float or None
-        Concentration of the weights' prior (None: 1/K); only with a prior.
+        Concentration of the weights' prior (None: 1/K; at most 10,000); only with a prior.
     feature_importance : {"soft-c-tf-idf", "c-tf-idf", "npmi", "fighting-words"}
         How words are weighted for each component ("soft-c-tf-idf").
     embedding_model : str or None
         A local sentence-transformers folder (``None``: the bundled all-MiniLM-L6-v2).
     top_words : int
-        Words per topic in the output's topic lists.
+        Words per topic in the output's topic lists (at most 1000).
 
     Notes
     -----
@@ -307,7 +322,8 @@ class GMM(TurftopicModel):
     corpus of long documents most are negative). ``extra["converged"]`` and ``extra["iterations"]`` are
     the mixture's own (``converged_``, ``n_iter_``), ``extra["lower_bound"]`` its final
     log-likelihood lower bound. :meth:`transform` is the package's (``predict_proba`` of the new
-    documents' embeddings).
+    documents' embeddings). K is at most the corpus's documents (a mixture needs a document per
+    component), checked when the fit starts.
     """
 
     name = "gmm"
@@ -315,6 +331,7 @@ class GMM(TurftopicModel):
     encodes_words = False
     defaults = {"weight_prior": None, "gamma": None, "feature_importance": "soft-c-tf-idf",
                 **TurftopicModel.common_defaults}
+    setting_maxima = {"gamma": MAX_CONCENTRATION, **TurftopicModel.common_maxima}
 
     def _check_settings(self, settings: dict) -> None:
         require_integers(self.name, settings, {"top_words": 1})
@@ -322,6 +339,9 @@ class GMM(TurftopicModel):
         require_choice(self.name, "feature_importance", settings["feature_importance"], GMM_FEATURE_IMPORTANCE)
         if settings["gamma"] is not None:
             require_positive(self.name, settings, ["gamma"])
+
+    def check_corpus(self, corpus: Corpus) -> None:
+        self._require_topics_within_documents(corpus, "a Gaussian mixture needs a document per component")
 
     def package_model(self, corpus: Corpus, num_topics: int):
         from turftopic import GMM as PackageGMM

@@ -1,8 +1,10 @@
 """Secrets kept out of everything topicbench writes or prints: the one redaction rule.
 
-A secret reaches topicbench in two ways: an API key read from the environment variable a config
-names (``llm.api_key_env``), which is sent only in an ``Authorization`` header, and a password
-or key inside a URL's user-info (``http://user:KEY@host/v1``). Text that comes back from a
+A secret reaches topicbench in three ways: an API key read from the environment variable a config
+names (``llm.api_key_env``), which is sent only in an ``Authorization`` header, a password or key
+inside a URL's user-info (``http://user:KEY@host/v1``), and a key in a URL's query string
+(``/v1?api_key=KEY``). An endpoint URL with either is refused before any work (the key would be
+written wherever the URL is); the rule here redacts both wherever else they appear. Text that comes back from a
 server may echo the key (an error body that quotes the request's headers), so every such text
 is redacted where it is read, before it can reach an error, a log, a cache, a run record, a
 trace or a report; a value shown in an error is redacted too.
@@ -23,6 +25,11 @@ REDACTED = "[redacted]"
 # the user-info of a URL: "scheme://" then anything up to "@" that is not "/", "?", "#" or space
 _URL_USER_INFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^/?#\s@]+@")
 
+# a query parameter whose name says it carries a secret (``?api_key=KEY``, ``&sig=...``)
+_SECRET_QUERY = re.compile(
+    r"(?i)([?&;](?:api[_-]?key|apikey|key|token|access[_-]?token|auth|authorization|sig|signature|secret"
+    r"|password|passwd|pwd|client[_-]?secret|code)=)[^&#;\s]+")
+
 _kept: set = set()
 _kept_lock = threading.Lock()
 
@@ -35,13 +42,15 @@ def keep_secret(value: str | None) -> None:
 
 
 def redact(text: str) -> str:
-    """``text`` without any registered secret and without the user-info of any URL in it
-    (``http://user:KEY@host`` becomes ``http://[redacted]@host``)."""
+    """``text`` without any registered secret, without the user-info of any URL in it
+    (``http://user:KEY@host`` becomes ``http://[redacted]@host``) and without the value of any
+    query parameter named like a secret (``?api_key=KEY`` becomes ``?api_key=[redacted]``)."""
     with _kept_lock:
         secrets = sorted(_kept, key=len, reverse=True)  # a key that contains another goes first
     for secret in secrets:
         text = text.replace(secret, REDACTED)
-    return _URL_USER_INFO.sub(rf"\1{REDACTED}@", text)
+    text = _URL_USER_INFO.sub(rf"\1{REDACTED}@", text)
+    return _SECRET_QUERY.sub(rf"\1{REDACTED}", text)
 
 
 def redact_data(value):
@@ -55,6 +64,11 @@ def redact_data(value):
     if isinstance(value, list):
         return [redact_data(item) for item in value]
     return value
+
+
+def without_query(url: str) -> str:
+    """``url`` without its query string and fragment: what may be shown of a URL that has one."""
+    return re.split(r"[?#]", url.strip(), maxsplit=1)[0]
 
 
 def has_user_info(url: str) -> bool:

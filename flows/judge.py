@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from topicbench.core.metrics.calibration import calibration_table
+from topicbench.core.metrics.calibration import NOT_MEASURABLE, calibration_table
 from topicbench.core.metrics.llm_judging import JudgeSettings, draw_intruders, intrusion_scores, rate_topics
 from topicbench.tasks.results.calibration_runs import CALIBRATION_EXPERIMENT, MODEL_TAG, latest_calibration  # noqa: F401 - the judge's API
 
@@ -29,8 +29,10 @@ from .console import CONSOLE
 
 logger = logging.getLogger(__name__)
 
-
-
+#: What a constant answer would score here: Spearman's ρ of a constant is undefined (it orders
+#: no topic before another), so it says nothing of the judge's agreement with people.
+CONSTANT_ANSWER_READING = ("A constant answer gets no ρ against people (it orders no topic before another): do not "
+                           "read its scores as people's judgment")
 @dataclass(frozen=True)
 class Calibration:
     """A calibration's table (rows of :func:`calibration_table`), what it asked, and its run."""
@@ -84,24 +86,33 @@ def calibrate(endpoint, settings: JudgeSettings, topics: list, *, tracking_uri: 
 
 def format_table(calibration: Calibration) -> str:
     """The table as text: ρ [95% interval] against people's ratings and intrusion, and the
-    model-ranking agreement (Kendall's τ) per dataset, one row per measure."""
+    model-ranking agreement (Kendall's τ) per dataset, one row per measure; a measure whose
+    answers are constant shows that its agreement is not measurable."""
     datasets = sorted(next(iter(calibration.rows))["ranking"]) if calibration.rows else []
     header = ["measure", "ρ vs ratings [95%]", "ρ vs intrusion [95%]", *[f"τ models {d}" for d in datasets], "topics"]
     lines = [header]
     for row in calibration.rows:
         taus = [row["ranking"][d]["tau"] for d in datasets]
-        lines.append([row["measure"], row["rating"].as_text(), row["intrusion"].as_text(),
-                      *["–" if math.isnan(t) else f"{t:+.2f}" for t in taus], str(row["scored"])])
+        agreement = [NOT_MEASURABLE] * 2 if row.get("constant") else [row["rating"].as_text(), row["intrusion"].as_text()]
+        lines.append([row["measure"], *agreement, *["–" if math.isnan(t) else f"{t:+.2f}" for t in taus],
+                      str(row["scored"])])
     widths = [max(len(line[c]) for line in lines) for c in range(len(header))]
     return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip() for line in lines)
 
 
 def verdict(calibration: Calibration) -> str:
-    """One sentence on whether the judge's scores can be trusted, by its two ρ against people."""
+    """One sentence on whether the judge's scores can be trusted, by its two ρ against people; a
+    judge whose answers are constant is said to be so first: no ρ measures it."""
     llm = [row for row in calibration.rows if row["measure"].startswith("llm_")]
+    constant = [row for row in llm if row.get("constant")]
     weak = [row["measure"] for row in llm if row["rating" if row["measure"] == "llm_rating" else "intrusion"].weak]
     if not llm:
         return "no LLM score was computed"
+    if constant:
+        return (f"{NOT_MEASURABLE}: " + "; ".join(f"{row['measure']} of {calibration.model} gave "
+                                                   f"{row['constant'].value:g} to {row['constant'].share:.0%} of "
+                                                   f"{row['constant'].items} topics" for row in constant)
+                + f". {CONSTANT_ANSWER_READING}")
     if weak:
         return (f"weak: {', '.join(weak)} of {calibration.model} agree little with people (ρ below 0.3 or an interval "
                 "reaching 0); do not read its scores as people's judgment")
@@ -146,6 +157,10 @@ def _track(calibration: Calibration, endpoint, settings: JudgeSettings, topics: 
                 value = getattr(correlation, part)
                 if math.isfinite(value):
                     client.log_metric(run_id, f"{row['measure']}.{against}.{part}", value)
+    for row in calibration.rows:  # a judge with constant answers: no ρ above, and this says why
+        if row.get("constant"):
+            client.log_metric(run_id, f"{row['measure']}.constant_share", row["constant"].share)
+            client.set_tag(run_id, f"topicbench.constant_answers.{row['measure']}", row["constant"].as_text("topics"))
     client.log_metric(run_id, "llm_requests", calibration.requests)
     client.log_metric(run_id, "llm_cached_replies", calibration.cached)
     with tempfile.TemporaryDirectory(prefix="topicbench-calibration-") as folder:
@@ -167,9 +182,7 @@ def _as_json(calibration: Calibration) -> dict:
     return {
         "model": calibration.model, "topics": calibration.topics, "verdict": verdict(calibration),
         "rows": [{"measure": row["measure"], "scored": row["scored"], "ranking": row["ranking"],
+                  "constant": row["constant"].as_text("topics") if row.get("constant") else None,
                   **{against: {"rho": row[against].rho, "low": row[against].low, "high": row[against].high,
                                "n": row[against].n} for against in ("rating", "intrusion")}} for row in calibration.rows],
     }
-
-
-

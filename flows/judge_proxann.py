@@ -19,14 +19,15 @@ import logging
 import math
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
+from topicbench.core.metrics.alternative_annotator import alternative_annotator_test, constant_judge
+from topicbench.core.metrics.calibration import constant_answers
 from topicbench.core.metrics.llm_judging import JudgeSettings
-from topicbench.core.metrics.proxann_agreement import calibration_table, people_ranking_tau, seed_means
-from topicbench.core.metrics.alternative_annotator import alternative_annotator_test
+from topicbench.core.metrics.proxann_agreement import ANSWERS, calibration_table, people_ranking_tau, seed_means
 from topicbench.core.metrics.proxann_questions import study_answers, study_questions
 from topicbench.tasks.results.calibration_runs import MODEL_TAG, PROXANN_EXPERIMENT
 
@@ -36,13 +37,18 @@ logger = logging.getLogger(__name__)
 
 #: The alternative annotator test's four cells: (level, answer).
 ALT_TEST_CELLS = (("document", "fit"), ("document", "rank"), ("topic", "fit"), ("topic", "rank"))
+#: The figures of an answer whose values are constant: not shown as agreement (see ``constant``).
+TAU_PARTS = ("tau", "se", "low", "high", "point", "document_tau")
 
 
 @dataclass(frozen=True)
 class ProxAnnCalibration:
     """A document-level calibration: the topic-ranking table (rows of
     :func:`~topicbench.core.metrics.proxann_agreement.calibration_table`), people's own τ, the
-    advantage probabilities, the endpoint's answers, what was asked, and the run."""
+    advantage probabilities (with a last row, :func:`constant_answer_name`, of what a constant
+    answer gets), the endpoint's answers, what was asked, and the run; ``constant``: answer (fit,
+    rank) -> :class:`~topicbench.core.metrics.calibration.ConstantAnswers` where the endpoint's
+    answers are (nearly) all one value (its τ and advantages for them are then NaN: not measurable)."""
 
     table: pd.DataFrame
     people: dict
@@ -54,6 +60,7 @@ class ProxAnnCalibration:
     cached: int
     seconds: float
     run_id: str | None = None
+    constant: dict = field(default_factory=dict)
 
 
 def calibrate_proxann(endpoint, settings: JudgeSettings, release, *, tracking_uri: str | None,
@@ -84,12 +91,50 @@ def calibrate_proxann(endpoint, settings: JudgeSettings, release, *, tracking_ur
     evaluation = documents[documents["role"] == "evaluation"]
     table = calibration_table(judges, people, evaluation, release.coherences[release.coherences["topic"].isin(kept)])
     advantage = pd.DataFrame([_advantage(name, answers_of, people) for name, answers_of in judges.items()])
+    constant = {answer: constant_answers(answers[answer], answers["topic"]) for answer in ANSWERS}
+    table, advantage = _not_measurable(table, advantage, endpoint.model, constant)
+    advantage = pd.concat([advantage, pd.DataFrame([_constant_advantage(answers, people, constant)])],
+                          ignore_index=True)
     asked = sum(not record["cached"] for record in records)
     calibration = ProxAnnCalibration(table, people_ranking_tau(people, evaluation, seed=seed), advantage, answers,
                                      endpoint.model, len(topics), asked, len(records) - asked,
-                                     time.perf_counter() - started)
+                                     time.perf_counter() - started, constant=constant)
     run_id = None if tracking_uri is None else _track(calibration, endpoint, settings, records, tracking_uri)
     return ProxAnnCalibration(**{**calibration.__dict__, "run_id": run_id})
+
+
+def _not_measurable(table: pd.DataFrame, advantage: pd.DataFrame, model: str, constant: dict) -> tuple:
+    """The table and advantages with the endpoint's figures for a constant answer blanked (NaN):
+    a τ of near-constant answers rests on the few others, and the alternative annotator test
+    rewards a constant near people's mean (a judge always answering 4 "beat" people on 71% of
+    documents), so neither is agreement."""
+    table, advantage = table.copy(), advantage.copy()
+    for answer, found in constant.items():
+        if found is None:
+            continue
+        table.loc[(table["scorer"] == model) & (table["answer"] == answer), list(TAU_PARTS)] = math.nan
+        cells = [f"{level}_{cell}" for level, cell in ALT_TEST_CELLS if cell == answer]
+        advantage.loc[advantage["judge"] == model, cells] = math.nan
+    return table, advantage
+
+
+def constant_fit(answers: pd.DataFrame, people: pd.DataFrame, constant: dict) -> float:
+    """The fit a constant answer gives: the endpoint's own where its fits are constant, else
+    people's mean fit rounded to the scale (the constant nearest the average person, which the
+    test rewards most)."""
+    if constant.get("fit") is not None:
+        return constant["fit"].value
+    return float(min(5, max(1, round(people["fit"].mean()))))
+
+
+def constant_answer_name(fit: float) -> str:
+    return f"constant answer (fit {fit:g}, ranks tied)"
+
+
+def _constant_advantage(answers: pd.DataFrame, people: pd.DataFrame, constant: dict) -> dict:
+    """The advantage probabilities of a constant answer, scored by the same test as the judges."""
+    fit = constant_fit(answers, people, constant)
+    return _advantage(constant_answer_name(fit), constant_judge(answers, fit), people)
 
 
 def _advantage(name: str, answers: pd.DataFrame, people: pd.DataFrame) -> dict:
@@ -110,7 +155,9 @@ def _advantage(name: str, answers: pd.DataFrame, people: pd.DataFrame) -> dict:
 
 def format_proxann_table(calibration: ProxAnnCalibration) -> str:
     """The calibration as text: per scorer, the topic-ranking τ (SE) [95%] of fit and rank
-    against people's, the mean per-document τ against people, and the advantage probabilities."""
+    against people's, the mean per-document τ against people, and the advantage probabilities;
+    then what a constant answer gets, and, where the endpoint's answers are constant, that its
+    agreement is not measurable."""
     header = ["scorer", "τ fit (SE) [95%]", "τ rank (SE) [95%]", "doc τ fit", "doc τ rank",
               "adv doc fit", "adv doc rank", "adv topic fit", "adv topic rank"]
     lines = [header]
@@ -122,11 +169,49 @@ def format_proxann_table(calibration: ProxAnnCalibration) -> str:
         cells += [_number(by_answer.loc[answer, "document_tau"]) for answer in ("fit", "rank")]
         cells += [_number(advantage.loc[scorer, f"{level}_{answer}"]) if scorer in advantage.index else "–"
                   for level, answer in ALT_TEST_CELLS]
+        if scorer == calibration.model:  # a constant answer's cells say so, not "–"
+            flagged = [answer for answer, found in calibration.constant.items() if found is not None]
+            columns = list(ANSWERS) * 2 + [answer for _, answer in ALT_TEST_CELLS]
+            cells = cells[:1] + ["not measurable" if answer in flagged else cell
+                                 for cell, answer in zip(cells[1:], columns)]
         lines.append(cells)
+    for scorer in [name for name in advantage.index if name not in set(calibration.table["scorer"])]:
+        lines.append([scorer] + ["–"] * 4 + [_number(advantage.loc[scorer, f"{level}_{answer}"])
+                                             for level, answer in ALT_TEST_CELLS])
     own = [calibration.people[answer] for answer in ("fit", "rank")]
     lines.append(["people (left out)"] + [_tau_text(tau.mean, tau.se, tau.low, tau.high) for tau in own] + ["–"] * 6)
     widths = [max(len(line[c]) for line in lines) for c in range(len(header))]
-    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip() for line in lines)
+    table = "\n".join("  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip() for line in lines)
+    return "\n".join([table, *constant_answer_notes(calibration)])
+
+
+def constant_answer_notes(calibration: ProxAnnCalibration) -> list:
+    """A line per answer of the endpoint's that is constant: not measurable, and what a constant
+    answer's advantage is (the figure a judge's own would have been read as)."""
+    notes = []
+    floor = calibration.advantage.iloc[-1] if len(calibration.advantage) else None
+    for answer, found in calibration.constant.items():
+        if found is None:
+            continue
+        advantages = ", ".join(f"{level} {answer} {_number(floor[f'{level}_{answer}'])}"
+                               for level, cell in ALT_TEST_CELLS if cell == answer) if floor is not None else "–"
+        notes.append(f"{calibration.model}: {answer} {found.as_text('documents')}; no τ and no advantage for it. "
+                     f"The {floor['judge'] if floor is not None else 'constant answer'} gets advantage "
+                     f"{advantages} (0.5: as good as a person), with no skill at all.")
+    return notes
+
+
+def _track_constant_answers(client, run_id: str, calibration: ProxAnnCalibration, floor) -> None:
+    """What a constant answer's advantage is, as metrics (``proxann.constant_answer_advantage.<cell>``),
+    and, per answer of the endpoint's that is constant, a tag saying its agreement is not measurable
+    and the share of its most common answer as a metric."""
+    for level, answer in ALT_TEST_CELLS:
+        if math.isfinite(floor[f"{level}_{answer}"]):
+            client.log_metric(run_id, f"proxann.constant_answer_advantage.{level}_{answer}", floor[f"{level}_{answer}"])
+    for answer, found in calibration.constant.items():
+        if found is not None:
+            client.set_tag(run_id, f"topicbench.constant_answers.{answer}", found.as_text("documents"))
+            client.log_metric(run_id, f"proxann.{answer}.constant_share", found.share)
 
 
 def _tau_text(tau: float, se: float, low: float, high: float) -> str:
@@ -170,9 +255,11 @@ def _track(calibration: ProxAnnCalibration, endpoint, settings: JudgeSettings, r
         for part, value in (("tau", tau.mean), ("se", tau.se), ("low", tau.low), ("high", tau.high)):
             if math.isfinite(value):
                 client.log_metric(run_id, f"proxann.people.{answer}.{part}", value)
-    for key, value in calibration.advantage.set_index("judge").loc[endpoint.model].items():
+    advantages = calibration.advantage.set_index("judge")
+    for key, value in advantages.loc[endpoint.model].items():  # NaN, so not logged, for a constant answer
         if math.isfinite(value):
             client.log_metric(run_id, f"proxann.advantage.{key}", value)
+    _track_constant_answers(client, run_id, calibration, advantages.iloc[-1])
     client.log_metric(run_id, "llm_requests", calibration.requests)
     client.log_metric(run_id, "llm_cached_replies", calibration.cached)
     with tempfile.TemporaryDirectory(prefix="topicbench-proxann-") as folder:

@@ -145,3 +145,14 @@ def _benjamini_yekutieli(p_values, q: float) -> list:
     thresholds = np.arange(1, m + 1) / m * q / np.sum(1.0 / np.arange(1, m + 1))
     passing = np.nonzero(p_values[order] <= thresholds)[0]
     return [] if not len(passing) else list(order[: passing[-1] + 1])
+
+
+def constant_judge(answers: pd.DataFrame, fit: float) -> pd.DataFrame:
+    """A judge that gives every document of ``answers`` (``topic``, ``position``) the fit ``fit``
+    and ties each topic's documents (each the middle rank, ``(n + 1) / 2`` of its ``n``, as a
+    ranking that ties them all averages): scored by :func:`alternative_annotator_test` like any
+    judge, it is what a constant answer gets, the floor a judge's advantage is read against."""
+    frame = answers[["topic", "position"]].drop_duplicates().copy()
+    frame["fit"] = float(fit)
+    frame["rank"] = (frame.groupby("topic")["position"].transform("count") + 1) / 2
+    return frame.reset_index(drop=True)

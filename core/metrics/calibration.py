@@ -29,6 +29,14 @@ RATING_RANGE, INTRUSION_RANGE = (1.0, 3.0), (0.0, 1.0)
 MAX_JUDGMENTS_BYTES = 64 * 2**20
 #: The fix every message of a judgments file ends with.
 FIX = "give Hoyle et al.'s all_data.json (`topicbench data fetch hoyle2021`) or a file of its shape"
+#: A judge whose answers are (nearly) all the same cannot be measured against people: its ρ or τ
+#: is undefined, or rests on the few items it answered otherwise, and a closeness to people's
+#: mean (the alternative annotator test) rewards a constant near that mean. Answers are compared
+#: rounded to :data:`CONSTANT_DECIMALS` (a fit expected from log-probabilities varies in its
+#: last digits), and called constant when one value is at least :data:`CONSTANT_SHARE` of them.
+CONSTANT_SHARE, CONSTANT_DECIMALS = 0.9, 1
+#: What a table shows for an agreement of a judge with constant answers.
+NOT_MEASURABLE = "not measurable: constant answers"
 #: A score whose ρ against people is below this, or whose interval reaches 0, is called weak.
 WEAK_RHO = 0.3
 
@@ -200,6 +208,39 @@ class Correlation:
         return f"{self.rho:.2f} [{self.low:.2f}, {self.high:.2f}]"
 
 
+@dataclass(frozen=True)
+class ConstantAnswers:
+    """A judge's answers that are (nearly) all one value: the share of the ``items`` answered
+    that gave the most common ``value`` (within its group, where answers are grouped)."""
+
+    value: float
+    share: float
+    items: int
+
+    def as_text(self, what: str = "items") -> str:
+        return f"{NOT_MEASURABLE} ({self.value:g} to {self.share:.0%} of {self.items} {what})"
+
+
+def constant_answers(values, groups=None, *, share: float = CONSTANT_SHARE) -> ConstantAnswers | None:
+    """Whether the answers ``values`` (NaN: not answered, left out) are constant or nearly: one
+    value, rounded to :data:`CONSTANT_DECIMALS`, for at least ``share`` of them, or no variance.
+    With ``groups`` (one label per answer, e.g. a document's topic), an answer counts as its
+    group's most common one: a ranking of each topic's documents that ties them all is constant
+    though the tie's value differs with the topic's size. None when they vary (or none was given)."""
+    import pandas as pd
+
+    frame = pd.DataFrame({"value": np.round(np.asarray(values, dtype=np.float64), CONSTANT_DECIMALS),
+                          "group": 0 if groups is None else list(groups)})
+    frame = frame[np.isfinite(frame["value"])]
+    if frame.empty:
+        return None
+    modal = frame.groupby("group")["value"].agg(lambda found: found.value_counts().iloc[0])  # count of the mode
+    found = float(modal.sum() / len(frame))
+    if found < share:
+        return None
+    return ConstantAnswers(float(frame["value"].mode().iloc[0]), found, len(frame))
+
+
 def spearman_interval(scores, human, rng: np.random.Generator, *, draws: int = 1000, level: float = 0.95) -> Correlation:
     """Spearman's ρ of ``scores`` against ``human`` over the topics where both are known, and its
     ``level`` percentile bootstrap interval from ``draws`` resamples of those topics."""
@@ -242,7 +283,10 @@ def model_ranking_agreement(topics, scores) -> dict:
 
 def calibration_table(topics, scores_by_measure: dict, rng: np.random.Generator, *, draws: int = 1000) -> list:
     """One row per measure (the LLM's and the file's automated ones): ρ against people's ratings
-    and intrusion accuracy with intervals, and the model-ranking agreement per dataset."""
+    and intrusion accuracy with intervals, and the model-ranking agreement per dataset; and
+    ``constant``, a :class:`ConstantAnswers` where a judge's scores (``scores_by_measure``, not
+    the file's coherences, whose scale the rounding does not fit) are (nearly) all one value,
+    whose ρ and τ are then NaN: not measurable (None where they vary)."""
     measures = dict(scores_by_measure)
     for name in AUTOMATED_MEASURES.values():
         values = [topic.automated.get(name, math.nan) for topic in topics]
@@ -252,11 +296,19 @@ def calibration_table(topics, scores_by_measure: dict, rng: np.random.Generator,
     intrusion = [topic.human_intrusion for topic in topics]
     rows = []
     for name, values in measures.items():
+        constant = constant_answers(values) if name in scores_by_measure else None
+        if constant is not None:  # a near-constant judge's ρ rests on its few other answers: not agreement
+            undefined = Correlation(math.nan, math.nan, math.nan, constant.items)
+            rows.append({"measure": name, "rating": undefined, "intrusion": undefined,
+                         "ranking": model_ranking_agreement(topics, np.full(len(values), math.nan)),
+                         "scored": constant.items, "constant": constant})
+            continue
         rows.append({
             "measure": name,
             "rating": spearman_interval(values, ratings, rng, draws=draws),
             "intrusion": spearman_interval(values, intrusion, rng, draws=draws),
             "ranking": model_ranking_agreement(topics, values),
             "scored": int(np.isfinite(np.asarray(values, dtype=np.float64)).sum()),
+            "constant": None,
         })
     return rows

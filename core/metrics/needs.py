@@ -16,6 +16,8 @@ bad input (a malformed matrix, an unknown setting), which still raises.
 ``two_topics``        two or more topics
 ``corpus``            the corpus the model was fitted on (token order of ``token_topics``)
 ``reference``         a reference corpus (``reference``, or else ``corpus``) that uses every scored topic word
+``varied_reference``  a reference corpus in which words occur apart: two or more documents, not every word in
+                      every one (else coherence is undefined: :func:`~.coherence.reference_degeneracy`)
 ``out_of_reference``  a reference corpus that lacks some of the topics' top words and has at least two of
                       some topic's (the coherence over the in-reference words, scored in the full one's place)
 ``word_vectors``      word vectors (given, or built by the context) for every scored topic word
@@ -34,6 +36,7 @@ import numpy as np
 
 from topicbench.core.constants import IN_REFERENCE_MIN_WORDS
 from ._topics import too_short, topic_word_problem
+from .coherence import reference_degeneracy
 from .coherence_in_reference import has_out_of_reference_words, in_reference_top_words
 from .context import MetricRun
 
@@ -130,6 +133,15 @@ def _reference(output, run: MetricRun):
     return None if problem is None else Missing(problem, f"topic words the reference corpus uses: {problem}")
 
 
+def _varied_reference(output, run: MetricRun):
+    reference = run.inputs.reference_corpus
+    if reference is None:
+        return None  # no reference at all: the need ``reference`` says so
+    problem = reference_degeneracy(reference, run.context.reference_known())
+    return None if problem is None else Missing(problem, "a reference corpus of two or more documents that differ "
+                                                         "in their words")
+
+
 def _out_of_reference(output, run: MetricRun):
     reference = run.inputs.reference_corpus
     if reference is None:
@@ -193,6 +205,7 @@ _CHECKS = {
     "two_topics": _two_topics,
     "corpus": _corpus,
     "reference": _reference,
+    "varied_reference": _varied_reference,
     "out_of_reference": _out_of_reference,
     "word_vectors": _word_vectors,
     "rng": _rng,

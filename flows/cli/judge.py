@@ -108,7 +108,10 @@ def _check_protocol_options(args) -> None:
 #: How to read the table printed (the figures it is read against are ProxAnn's, on Bills).
 PROXANN_READING = ("τ: Kendall's τ, over topics, of the scorer's agreement with θ against people's (50 resamples of the "
            "topics: mean, SE, 95% interval); doc τ: mean per-topic τ of its answers against people's mean; adv: "
-           "how often it agrees with the other people at least as well as a left-out person does. On all 24 topics "
+           "how often it agrees with the other people at least as well as a left-out person does (0.5: as good as a "
+           "person); the constant answer row is what one fit for every document, all ranks tied, gets from the same "
+           "test, the floor to read an advantage against; a judge whose answers are constant (one value for 90% of "
+           "documents) gets no τ and no advantage: not measurable. On all 24 topics "
            "ProxAnn reports τ fit/rank of +0.31/+0.29 for GPT-4o, +0.22/+0.21 for Qwen2.5-72B, +0.16/+0.15 for Llama-3.1-8B, "
            "people +0.09/+0.18 and NPMI +0.01/-0.02 (its NPMI pairing; properly paired: the npmi row here).")
 

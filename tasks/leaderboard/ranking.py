@@ -74,15 +74,15 @@ class Bundle:
 
 def load_bundle(folder) -> Bundle:
     """The manifest and the runs and scores tables of the bundle in ``folder`` (format 2 or later),
-    read and checked by :func:`topicbench.tasks.results.bundle_tables.read_tables`."""
-    from topicbench.tasks.results.bundle import read_manifest
-    from topicbench.tasks.results.bundle_tables import read_tables
+    all of the bundle read and checked first by :func:`topicbench.tasks.results.bundle_checks.check_bundle`."""
+    from topicbench.tasks.results.bundle_checks import check_bundle
 
-    manifest, _ = read_manifest(folder)
+    checked = check_bundle(folder)
+    manifest = checked.manifest
     if not manifest.get("tables"):
         raise LeaderboardError(f"{folder}: bundle format {manifest.get('bundle_format')!r} has no tables; export it "
                                "again with this topicbench (`topicbench import` it, then `topicbench export`)")
-    tables = read_tables(folder)
+    tables = checked.tables_named(("runs", "scores"))
     return Bundle(str(folder), manifest, tables["runs"], tables["scores"])
 
 
@@ -209,15 +209,29 @@ def _ranked_runs(bundles):
                     & (preprocessing == reference[2]))
             if (~same).any():
                 set_aside.append(_set_aside_line(bundle.name, corpus, on_corpus[~same], reference))
-            kept.append(on_corpus[same].assign(bundle=bundle.name))
+            kept.append(on_corpus[same].assign(bundle=bundle.name, folder=bundle.folder))
         scores.append(bundle.scores[list(SCORE_COLUMNS)])
-    runs = pd.concat(kept, ignore_index=True) if kept else pd.DataFrame(columns=[*RUN_COLUMNS, "bundle"])
+    runs = pd.concat(kept, ignore_index=True) if kept else pd.DataFrame(columns=[*RUN_COLUMNS, "bundle", "folder"])
     twice = runs[runs.run_id.duplicated(keep=False)]
     if not twice.empty:
         raise LeaderboardError(f"run {twice.run_id.iloc[0]} is in more than one of the bundles given (of "
                                f"experiment {', '.join(sorted(set(twice.bundle)))}): name each bundle once")
     runs["entry"] = _entry_names(runs)
+    _refuse_twice_fitted(runs)
     return runs, pd.concat(scores, ignore_index=True), set_aside, versions
+
+
+def _refuse_twice_fitted(runs: pd.DataFrame) -> None:
+    """Two ranked fits of one (corpus, model, seed) would count that seed twice in the model's
+    mean and interval: one line naming them instead."""
+    twice = runs[runs.duplicated(["entry", "corpus", "seed"], keep=False)]
+    if not twice.empty:
+        first = twice.iloc[0]
+        same = twice[(twice.entry == first.entry) & (twice.corpus == first.corpus) & (twice.seed == first.seed)]
+        raise LeaderboardError(f"{Path(first.folder) / 'tables' / 'runs.parquet'}: {len(same)} fits of model "
+                               f"{first.entry} on {first.corpus} with seed {first.seed} (runs "
+                               f"{', '.join(map(str, same.run_id))}): a leaderboard counts each seed once; export the "
+                               "experiment again with this topicbench (one run per run key) or name it once")
 
 
 def _set_aside_line(bundle: str, corpus: str, runs: pd.DataFrame, reference) -> str:

@@ -25,7 +25,7 @@ from topicbench.tasks.leaderboard.ranking import (
 )
 from topicbench.tasks.report.render import format_number, rank_colour
 from topicbench.tasks.report.summary import K_FACTOR
-from topicbench.tasks.report.text import display_text, markdown_paragraph, markdown_text
+from topicbench.tasks.report.text import display_text, html_attribute, markdown_paragraph, markdown_text, visible_controls
 
 CD_IMAGE = "critical_difference.png"
 
@@ -259,11 +259,11 @@ def _html_cell(cell: Cell) -> str:
     sort = "" if cell.sort is None or not math.isfinite(cell.sort) else f' data-sort="{cell.sort!r}"'
     style = f' style="background:{rank_colour(*cell.rank)}"' if cell.rank else ""
     css = ' class="rank"' if cell.rank else ""
-    return f'<td{css}{sort}{style} title="{html.escape(cell.title)}">{html.escape(display_text(cell.text))}</td>'
+    return f'<td{css}{sort}{style} title="{html_attribute(cell.title)}">{html.escape(display_text(cell.text))}</td>'
 
 
 def _html_table(table: Table) -> str:
-    head = "".join(f'<th><button type="button">{html.escape(h)}</button></th>' for h in table.headers)
+    head = "".join(f'<th><button type="button">{html.escape(visible_controls(h))}</button></th>' for h in table.headers)
     body = "".join("<tr>" + "".join(_html_cell(c) for c in cells) + "</tr>" for cells in table.rows)
     note = f'<p class="note">{html.escape(table.note)}</p>' if table.note else ""
     return (f'<div class="scroll"><table class="sortable"><thead><tr>{head}</tr></thead><tbody>{body}</tbody>'

@@ -13,11 +13,12 @@ import hashlib
 import json
 import math
 import os
+import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from topicbench.core.metrics.llm_judging import JudgeRequest
-from topicbench.core.redaction import has_user_info, keep_secret, redact
+from topicbench.core.redaction import has_user_info, keep_secret, redact, without_query
 from topicbench.core.validation import InputError
 
 #: Where replies are cached unless the config or TOPICBENCH_LLM_CACHE says otherwise.
@@ -171,6 +172,11 @@ def check_llm_block(block: dict) -> None:
         if isinstance(value, float) and not math.isfinite(value):
             raise LLMError(f"llm.{name} must be {expected(schema)}, got {value!r}")
     url = block.get("base_url")
+    if isinstance(url, str) and re.search(r"[?#]", url):
+        raise LLMError(f"llm.base_url {without_query(url)} has a query string or fragment (not shown: it may hold a "
+                       "key, and it would be written wherever the URL is); give the API root alone, e.g. "
+                       "http://127.0.0.1:8080/v1, and any key in an environment variable named by llm.api_key_env "
+                       "(--llm-api-key-env)")
     if isinstance(url, str) and has_user_info(url):
         raise LLMError(f"llm.base_url {redact(url)} holds a user name or key before the host: it would be written "
                        "wherever the URL is; give the URL without it, and the key in an environment variable named "
@@ -196,10 +202,10 @@ def judge_record(judge) -> dict:
 
 
 def request_key(endpoint: LLMEndpoint, request: JudgeRequest) -> str:
-    """The cache key of a question: the model, the messages and every setting of the reply
-    (temperature, token limit, which ask it is). The address is not part of it: the same model
-    at another address answers from the same cache (give each endpoint its own ``cache`` to
-    keep them apart)."""
-    payload = {"model": endpoint.model, "messages": request.as_messages(), "temperature": request.temperature,
-               "max_tokens": request.max_tokens, "sample": request.sample, "top_logprobs": TOP_LOGPROBS}
+    """The cache key of a question: the endpoint (its address and model: two servers that name
+    one model alike may serve different weights or quantisations), the messages and every setting
+    of the reply (temperature, token limit, which ask it is)."""
+    payload = {"base_url": endpoint.base_url.rstrip("/"), "model": endpoint.model, "messages": request.as_messages(),
+               "temperature": request.temperature, "max_tokens": request.max_tokens, "sample": request.sample,
+               "top_logprobs": TOP_LOGPROBS}
     return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()

@@ -7,6 +7,7 @@ of :mod:`topicbench.tasks.results.calibration_runs`; :mod:`.sections` puts them 
 from __future__ import annotations
 
 import datetime as dt
+import math
 from dataclasses import replace
 
 import pandas as pd
@@ -35,7 +36,11 @@ def calibration_summary(model: str, base_url: str, calibration: dict | None) -> 
     for measure, against in (("llm_rating", "rating"), ("llm_intrusion", "intrusion")):
         if measure in rows:
             fit = rows[measure][against]
-            parts.append(f"{measure}: ρ = {fit['rho']:.2f} [{fit['low']:.2f}, {fit['high']:.2f}] against people's {against}s")
+            if rows[measure].get("constant") or not math.isfinite(fit.get("rho", math.nan)):  # a constant judge
+                parts.append(f"{measure}: not measurable against people's {against}s (constant answers)")
+            else:
+                parts.append(f"{measure}: ρ = {fit['rho']:.2f} [{fit['low']:.2f}, {fit['high']:.2f}] against "
+                             f"people's {against}s")
     return Markdown("**Calibration of ", Text(model), " against people** (Hoyle et al. 2021, ",
                     Text(f"{calibration.get('topics')} topics; run {calibration.get('run_id')}, {_day(calibration)}"),
                     "): ", Text(f"{'; '.join(parts)}. {calibration.get('verdict', '')}."))

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import html
 import re
+import unicodedata
 from dataclasses import dataclass
 
 #: The longest word shown whole; a longer one is cut to this many characters, the last an ellipsis.
@@ -44,6 +45,18 @@ _BLOCK_START = re.compile(r"^(\d{1,9})([.)])|^([-+=])")
 def neutral_bidi(text: str) -> str:
     """``text`` with each bidirectional control character shown as its code point (``⟨U+202E⟩``)."""
     return BIDI_CONTROLS.sub(lambda match: f"⟨U+{ord(match.group()):04X}⟩", text)
+
+
+def visible_controls(text) -> str:
+    """``text`` with every control or format character (Unicode Cc and Cf: bidirectional controls,
+    zero-width characters, line breaks, escape) shown as its code point, as an HTML attribute or a
+    table header must show it: there no character may reorder, hide or break what follows."""
+    return "".join(f"⟨U+{ord(c):04X}⟩" if unicodedata.category(c) in ("Cc", "Cf") else c for c in str(text))
+
+
+def html_attribute(text) -> str:
+    """``text`` for an HTML attribute's value (``title="..."``): controls visible, quotes escaped."""
+    return html.escape(visible_controls(text), quote=True)
 
 
 def display_text(text) -> str:

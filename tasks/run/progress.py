@@ -46,6 +46,11 @@ def listening(listener):
             _listener = previous
 
 
+def current_listener():
+    """The display the flow of this process listens with (:func:`listening`), or None."""
+    return _listener
+
+
 @contextlib.contextmanager
 def fit_progress(label: str):
     """The ``on_progress(step, total, loss)`` callback of the fit named ``label``, for the block.

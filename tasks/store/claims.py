@@ -20,18 +20,11 @@ import threading
 import time
 from dataclasses import dataclass
 
+from topicbench.core.redaction import redact
 from topicbench.tasks.store.interrupts import describe_stop, release_interrupted_calls
-from topicbench.tasks.store.checks import (
-    SERVER_SCHEMES,
-    TRACKING_SETTINGS,
-    TrackingError,
-    check_server,
-    lock_file_of,
-    sqlite_path,
-    store_busy,
-    tracking_setting,
-    uri_scheme,
-)
+from topicbench.tasks.store.checks import SERVER_SCHEMES, check_server, lock_file_of, sqlite_path, store_busy, uri_scheme
+from topicbench.tasks.store.tracking_error import TrackingError
+from topicbench.tasks.store.tracking_settings import TRACKING_SETTINGS, tracking_setting
 from topicbench.tasks.store.filters import search_runs
 
 logger = logging.getLogger(__name__)
@@ -364,7 +357,8 @@ class RunClaims:
     def _set_tags(self, run_id: str, tags: dict) -> None:
         from mlflow.entities import RunTag
 
-        self.client.log_batch(run_id, tags=[RunTag(k, str(v)) for k, v in tags.items()])
+        # the one point every tag passes (an error text may quote a URL with a key)
+        self.client.log_batch(run_id, tags=[RunTag(k, redact(str(v))) for k, v in tags.items()])
 
     # -- heartbeat ----------------------------------------------------------------------------
 

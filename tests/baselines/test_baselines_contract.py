@@ -164,18 +164,18 @@ def test_unknown_setting_is_refused_with_the_known_ones(name):
 @pytest.mark.parametrize(
     "name, settings, message",
     [
-        ("gensim_lda", {"alpha": "sparse"}, "setting 'alpha' must be a number or 'auto', got 'sparse'"),
+        ("gensim_lda", {"alpha": "sparse"}, "setting 'alpha' must be a number <= 10000 or 'auto', got 'sparse'"),
         ("gensim_lda", {"alpha": -0.1}, "alpha must be a positive number"),
-        ("gensim_lda", {"iterations": "many"}, "setting 'iterations' must be an integer, got 'many'"),
-        ("gensim_lda", {"passes": True}, "setting 'passes' must be an integer, got True"),
+        ("gensim_lda", {"iterations": "many"}, "setting 'iterations' must be an integer <= 100000, got 'many'"),
+        ("gensim_lda", {"passes": True}, "setting 'passes' must be an integer <= 100000, got True"),
         ("elda", {"kappa": 0.5}, "kappa must be >= 1"),
-        ("elda", {"kappa": True}, "setting 'kappa' must be a number, got True"),
+        ("elda", {"kappa": True}, "setting 'kappa' must be a number <= 1000, got True"),
         ("elda", {"generator": "magic"}, "generator must be one of"),
         ("bertopic", {"calculate_probabilities": "yes"}, "setting 'calculate_probabilities' must be true or false"),
         ("prodlda", {"hidden_sizes": 100}, "setting 'hidden_sizes' must be a list"),
         ("gensim_lda", {"passes": 0}, "passes must be an integer >= 1"),
         ("gibbs_lda", {"alpha": -1.0}, "alpha must be a positive number"),
-        ("gibbs_lda", {"eta": "small"}, "setting 'eta' must be a number, got 'small'"),
+        ("gibbs_lda", {"eta": "small"}, "setting 'eta' must be a number <= 10000, got 'small'"),
         ("gibbs_lda", {"eta": 0.0}, "eta must be a positive number"),
         ("gibbs_lda", {"optimize_alpha": "yes"}, "setting 'optimize_alpha' must be true or false"),
         ("prodlda", {"epochs": 0}, "epochs must be an integer >= 1"),
@@ -183,7 +183,8 @@ def test_unknown_setting_is_refused_with_the_known_ones(name):
         ("etm", {"word_embeddings": "glove"}, "word_embeddings must be one of"),
         ("bertopic", {"nr_topics": 1}, "nr_topics must be None, 'auto' or an integer >= 2"),
         ("fastopic", {"dt_alpha": 0}, "dt_alpha must be a positive number"),
-        ("prodlda", {"dropout": 1.5}, "dropout must lie in"),
+        ("prodlda", {"dropout": 1.5}, "setting 'dropout' must be a number <= 1, got 1.5"),
+        ("prodlda", {"dropout": 1.0}, "dropout must lie in"),
     ],
 )
 def test_bad_setting_values_are_refused(name, settings, message):

@@ -84,3 +84,12 @@ def test_elda_parallel_on_a_local_dask_cluster(octis_folder, tmp_path, capsys):
     assert result["num_links"] == 12
     assert result["adaptive_rounds"] >= 2 and result["gain_evaluations"] > 0
     assert "adaptive rounds" in capsys.readouterr().out
+
+
+def test_an_error_quoting_megabytes_of_input_ends_in_one_short_line(tmp_path, capsys):
+    """Issue 46: a malformed file's content quoted by an error is cut, with the count left out."""
+    from topicbench.flows.cli.main import MAX_ERROR_CHARACTERS, capped
+
+    assert capped("short") == "short"
+    long = capped("x" * 5_000_000)
+    assert len(long) < MAX_ERROR_CHARACTERS + 80 and long.endswith("(4,999,000 more characters not shown)")

@@ -136,7 +136,7 @@ def test_metrics_list_json_carries_direction_needs_and_settings(capsys):
     metrics = {entry["name"]: entry for entry in json.loads(capsys.readouterr().out)}
     assert set(metrics) == set(METRICS.names())
     assert metrics["perplexity"]["direction"] == "lower" and metrics["perplexity"]["higher_is_better"] is False
-    assert metrics["npmi"]["needs"] == ["top_words", "reference"]
+    assert metrics["npmi"]["needs"] == ["top_words", "varied_reference", "reference"]
     assert metrics["npmi"]["settings"] == {"top_n": [5, 10, 15, 20, 25], "window": 10}
     assert metrics["inverted_rbo"]["settings"] == {"rbo_top_n": 10, "rbo_persistence": 0.9}
     assert metrics["classification"]["outputs"] == ["classification_accuracy", "classification_macro_f1"]

@@ -69,9 +69,11 @@ def test_the_schema_spells_out_each_models_settings_with_its_defaults():
     assert set(by_model) >= {"bertopic", "ctm", "elda", "etm", "fastopic", "gensim_lda", "gibbs_lda", "prodlda",
                              "nmf", "lsi", "hdp", "keynmf", "s3", "gmm"}
     assert by_model["nmf"]["properties"]["init"] == {"default": None}  # None: scikit-learn's choice, checked by nmf
-    assert by_model["gensim_lda"]["properties"]["alpha"] == {"anyOf": [{"type": "number"}, {"enum": ["auto"]}], "default": 0.1}
+    assert by_model["gensim_lda"]["properties"]["alpha"] == {"anyOf": [{"type": "number", "maximum": 10000.0}, {"enum": ["auto"]}],
+                                                          "default": 0.1}
     assert by_model["gibbs_lda"]["properties"]["optimize_alpha"] == {"type": "boolean", "default": False}
-    assert by_model["prodlda"]["properties"]["hidden_sizes"] == {"type": "array", "default": [100, 100]}
+    assert by_model["prodlda"]["properties"]["hidden_sizes"] == {"type": "array", "items": {"maximum": 10000},
+                                                             "default": [100, 100]}
     assert by_model["elda"]["additionalProperties"] is False
 
 

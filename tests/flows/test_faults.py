@@ -110,9 +110,9 @@ CASES = [
     Case("run: num_topics -5", RUN, "models[1].num_topics must be an integer >= 1 or null (left out), got -5", config=_config(**{"num_topics: 4": "num_topics: -5"})),
     Case("run: num_topics missing", RUN, "num_topics must be an integer >= 1, got None", config=_config(**{", num_topics: 4": ""})),
     Case("run: num_topics true", RUN, "models[1].num_topics must be an integer >= 1 or null (left out), got True", config=_config(**{"num_topics: 4": "num_topics: true"})),
-    Case("run: iterations 'many'", RUN, "models[1].settings.iterations must be an integer, got 'many'",
+    Case("run: iterations 'many'", RUN, "models[1].settings.iterations must be an integer <= 100000, got 'many'",
          config=_config(**{"num_topics: 4}": "num_topics: 4, settings: {iterations: many}}"})),
-    Case("run: passes true", RUN, "models[1].settings.passes must be an integer, got True",
+    Case("run: passes true", RUN, "models[1].settings.passes must be an integer <= 100000, got True",
          config=_config(**{"num_topics: 4}": "num_topics: 4, settings: {passes: true}}"})),
     Case("run: num_topics for elda", RUN, "models[0] (elda): num_topics does not apply to elda, which chooses how many "
          "topics it uses from kappa", config=_config(**{"{model: elda}": "{model: elda, num_topics: 10}"})),

@@ -75,6 +75,36 @@ def test_a_key_in_the_base_url_is_refused_and_shown_nowhere_even_verbose(tiny_oc
     assert KEY not in captured.out + captured.err
 
 
+@pytest.mark.parametrize("query", [f"?api_key={KEY}", f"?key={KEY}", f"?x=1&token={KEY}", f"?access_token={KEY}",
+                                   f"?sig={KEY}", f"#{KEY}", f"?api-version=2024&{KEY}"])
+@pytest.mark.parametrize("command", ["run", "judge"])
+def test_a_key_in_the_base_urls_query_is_refused_before_any_work_and_written_nowhere(
+        query, command, tiny_octis, tmp_path, capsys, monkeypatch):
+    """Issue 46: a query string (or fragment) in the endpoint URL is refused with one line that
+    shows no part of it; nothing is written, and no file under the working folder holds the key."""
+    monkeypatch.chdir(tmp_path)
+    url = f"http://127.0.0.1:9/v1{query}"
+    store = ["--tracking-uri", f"sqlite:///{tmp_path / 'store' / 'mlflow.db'}"]
+    argv = (["-v", "run", _config(tmp_path, tiny_octis), "--llm-base-url", url, "--llm-model", MODEL, *store]
+            if command == "run" else ["-v", "judge", "calibrate", "--llm-base-url", url, "--llm-model", MODEL, *store])
+    code = main(argv)
+    captured = capsys.readouterr()
+    last = captured.err.strip().splitlines()[-1]
+    assert code == 2 and "has a query string or fragment (not shown" in last, last
+    assert KEY not in captured.out + captured.err
+    assert not (tmp_path / "store").exists()
+    for path in tmp_path.rglob("*"):
+        assert not path.is_file() or KEY.encode() not in path.read_bytes(), path
+
+
+def test_the_redaction_rule_takes_keys_out_of_query_strings_and_leaves_other_parameters():
+    from topicbench.core.redaction import redact
+
+    text = f"GET http://h/v1?api_key={KEY}&model=m https://a/b?x=1&token={KEY}#top ?keyboard=1 &sig={KEY}"
+    assert redact(text) == ("GET http://h/v1?api_key=[redacted]&model=m https://a/b?x=1&token=[redacted]#top "
+                            "?keyboard=1 &sig=[redacted]")
+
+
 @pytest.mark.slow
 @pytest.mark.usefixtures("prefect_server")
 def test_a_key_the_endpoint_echoes_is_in_no_file_a_run_writes(tiny_octis, tmp_path, capsys, monkeypatch):

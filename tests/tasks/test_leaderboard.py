@@ -210,3 +210,32 @@ def test_the_command_writes_the_page_and_refuses_a_metric_without_a_direction(tm
                for name in ("leaderboard.md", "leaderboard.html", "critical_difference.png"))
     assert main(["leaderboard", bundle.folder, "--out", str(out), "--metric", "fit_seconds"]) == 2
     assert capsys.readouterr().err.strip().splitlines()[-1].startswith("topicbench: error: 'fit_seconds' is not")
+
+
+def test_every_attribute_and_header_of_the_page_shows_controls_as_code_points(tmp_path):
+    """Issue 46: a model or corpus named with bidirectional or other control characters reaches
+    no ``title=""`` and no ``<th>`` of leaderboard.html raw (U+202E would reverse what follows)."""
+    import re
+    import unicodedata
+
+    from topicbench.tasks.leaderboard.render import write_leaderboard
+
+    model, corpus = "evil\u202egnp.exe\x07\u200b", "news\u2066\x1b[31m"
+    folder = write_bundle(tmp_path / "b", {(corpus, model): {"npmi@10": [0.1, 0.2, 0.15]},
+                                           (corpus, "lda"): {"npmi@10": [0.05, 0.07, 0.06]}})
+    write_leaderboard(build_leaderboard([load_bundle(folder)]), tmp_path / "page")
+    page = (tmp_path / "page" / "leaderboard.html").read_text(encoding="utf-8")
+    pieces = re.findall(r'title="([^"]*)"', page) + re.findall(r"<th[^>]*>(.*?)</th>", page, flags=re.S)
+    assert pieces and any("U+202E" in piece for piece in pieces), "the hostile name is on the page"
+    for piece in pieces:
+        raw = [f"U+{ord(c):04X}" for c in piece if unicodedata.category(c) in ("Cc", "Cf") and c not in "\n"]
+        assert not raw, f"{raw} raw in {piece!r}"
+    assert "\u202e" not in page
+
+
+def test_visible_controls_names_every_control_and_format_character():
+    from topicbench.tasks.report.text import html_attribute, visible_controls
+
+    assert visible_controls("a\u202eb\x07c\u200bd") == "a⟨U+202E⟩b⟨U+0007⟩c⟨U+200B⟩d"
+    assert html_attribute('say "hi" <b>\u2066') == "say &quot;hi&quot; &lt;b&gt;⟨U+2066⟩"
+    assert visible_controls("topic ünïcode 日本") == "topic ünïcode 日本"

@@ -176,9 +176,11 @@ def test_the_token_budget_stops_asking_but_not_the_cache(server, endpoint):
     assert EndpointJudge(limited, budget="benchmark-2").ask([_rating(9)])[0].text == "3"  # a new benchmark's budget
 
 
-def test_the_cache_key_is_the_model_the_prompt_and_the_settings():
+def test_the_cache_key_is_the_endpoint_the_model_the_prompt_and_the_settings():
     a = LLMEndpoint("http://one/v1", "m")
-    assert request_key(a, _rating(0)) == request_key(LLMEndpoint("http://two/v1", "m"), _rating(0))
+    # issue 46: another server naming its model alike may serve other weights: its own answers
+    assert request_key(a, _rating(0)) != request_key(LLMEndpoint("http://two/v1", "m"), _rating(0))
+    assert request_key(a, _rating(0)) == request_key(LLMEndpoint("http://one/v1/", "m"), _rating(0))
     assert request_key(a, _rating(0)) != request_key(LLMEndpoint("http://one/v1", "other"), _rating(0))
     assert request_key(a, _rating(0)) != request_key(a, _rating(1))
     resampled = JudgeRequest("rating", _rating(0).messages, max_tokens=5, sample=1)
