@@ -8,6 +8,7 @@ imported when its name is asked for, so a broken plugin breaks only the runs tha
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import importlib.metadata
 import logging
@@ -38,10 +39,11 @@ class Registry:
         loaded plugin's object cannot serve as ``name``; the registry adds whose plugin it is.
     """
 
-    def __init__(self, kind: str, *, plugin_group: str | None = None, check_plugin=None):
+    def __init__(self, kind: str, *, plugin_group: str | None = None, check_plugin=None, suggest=None):
         self.kind = kind
         self.plugin_group = plugin_group
         self._check_plugin = check_plugin
+        self._suggest = suggest  # name -> a hint for an unknown name, or None
         self._entries: dict = {}
         self._plugins: dict | None = None  # name -> [EntryPoint], read on first use
         self._loaded_plugins: dict = {}
@@ -62,11 +64,20 @@ class Registry:
         if name in plugins:
             return self._load_plugin(name, plugins[name])
         if name not in self._entries:
-            raise InputError(f"Unknown {self.kind} {name!r}. Available: {', '.join(self.names())}")
+            raise InputError(f"Unknown {self.kind} {name!r}{self._hint(name)}. Available: {', '.join(self.names())}")
         entry = self._entries[name]
         if isinstance(entry, _Lazy):
             entry = self._entries[name] = entry.load()
         return entry
+
+    def _hint(self, name) -> str:
+        """What the user may have meant: the registry's own hint (a score's metric, say), else the
+        closest name; "" when nothing is close."""
+        hint = self._suggest(name) if self._suggest is not None else None
+        if hint is None:
+            close = difflib.get_close_matches(str(name), self.names(), n=1, cutoff=0.75)
+            hint = f"did you mean {close[0]!r}?" if close else None
+        return f" ({hint})" if hint else ""
 
     def names(self) -> list[str]:
         """Every name, built-in and plugin, sorted."""

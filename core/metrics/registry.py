@@ -36,6 +36,7 @@ from ..output import TopicModelOutput
 from ..registry import Registry
 from ..validation import InputError
 from . import coherence as coherence_module
+from .coherence_measures import MEASURES as COHERENCE_MEASURES
 from .coherence_in_reference import IN_REFERENCE, IN_REFERENCE_TOPICS, coherence_in_reference
 from .context import MetricContext, MetricRun
 from .diversity import inverted_rbo, topic_diversity
@@ -54,7 +55,7 @@ from .posterior import (
 
 
 #: What must hold for a coherence's in-reference score (:meth:`MetricSpec.in_reference_scores`).
-IN_REFERENCE_NEEDS = ("top_words", "out_of_reference")
+IN_REFERENCE_NEEDS = ("top_words", "varied_reference", "out_of_reference")
 
 
 @dataclass(frozen=True)
@@ -136,8 +137,15 @@ class MetricSpec:
         return int(np.nanargmax(values) if self.higher_is_better else np.nanargmin(values))
 
 
+def _metric_of_score(name) -> str | None:
+    """For a score key asked for as a metric (``nmi``, ``npmi@10``): the metric that returns it."""
+    owner = next((spec.name for spec in (METRICS.get(n) for n in METRICS.builtin_names())
+                  if spec.name != name and spec.owns(str(name))), None)
+    return f"{name!r} is a score of the metric {owner!r}: ask for {owner!r}" if owner else None
+
+
 #: Every metric, by name.
-METRICS = Registry("metric")
+METRICS = Registry("metric", suggest=_metric_of_score)
 
 
 def _register(spec: MetricSpec) -> MetricSpec:
@@ -194,10 +202,10 @@ def _in_reference_metric(measure: str) -> Callable:
     return compute
 
 
-for _measure in coherence_module.MEASURES.values():
+for _measure in COHERENCE_MEASURES.values():
     _register(MetricSpec(
         name=_measure.name, compute=_coherence_metric(_measure.name),
-        higher_is_better=_measure.higher_is_better, needs=("top_words", "reference"),
+        higher_is_better=_measure.higher_is_better, needs=("top_words", "varied_reference", "reference"),
         description=_measure.description, in_reference=_in_reference_metric(_measure.name),
     ))
 

@@ -60,7 +60,8 @@ def model_catalog() -> list[dict]:
     """Each registered model, by name: ``name``, ``description``, ``family`` (the kind of model),
     ``needs`` (what a fit needs: K or the settings that choose the number of topics, document
     embeddings), ``infers_held_out`` (whether it has ``transform``), ``token_topics`` (whether
-    it assigns each token a topic), ``defaults``, ``plugin`` (the plugin's source for a plugin's
+    it assigns each token a topic), ``offline`` (what a fit reaches beyond this machine: "nothing
+    downloaded", or the LLM endpoint it asks), ``defaults``, ``plugin`` (the plugin's source for a plugin's
     model, else None) and ``error`` (why a plugin could not be loaded, else None; the other
     plugins and the built-in models are listed all the same)."""
     from topicbench.baselines.registry import MODELS
@@ -68,7 +69,7 @@ def model_catalog() -> list[dict]:
     entries = []
     for name in MODELS.names():
         entry = {"name": name, "description": "", "family": "", "needs": [], "infers_held_out": None,
-                 "token_topics": None, "defaults": {}, "plugin": MODELS.plugin_source(name), "error": None}
+                 "token_topics": None, "offline": None, "defaults": {}, "plugin": MODELS.plugin_source(name), "error": None}
         try:
             model = MODELS.get(name)
         except Exception as error:  # noqa: BLE001 - a broken plugin is listed with its reason
@@ -76,9 +77,21 @@ def model_catalog() -> list[dict]:
         else:
             entry.update(description=first_paragraph(model), family=model.family, needs=model_needs(model),
                          infers_held_out=bool(model.supports_transform),
-                         token_topics=bool(model.assigns_token_topics), defaults=dict(model.defaults))
+                         token_topics=bool(model.assigns_token_topics), offline=model_reach(model),
+                         defaults=dict(model.defaults))
         entries.append(entry)
     return entries
+
+
+def model_reach(model) -> str:
+    """What a fit of ``model`` reaches beyond this machine, in words. Nothing is downloaded: the
+    sentence encoder (all-MiniLM-L6-v2) is installed with topicbench and read offline; a model
+    that asks an LLM needs its endpoint."""
+    if getattr(model, "asks_llm", False):
+        return "asks an LLM endpoint (the config's llm: block); nothing downloaded"
+    if model.uses_document_embeddings:
+        return "nothing downloaded (its sentence encoder, all-MiniLM-L6-v2, is installed with topicbench)"
+    return "nothing downloaded"
 
 
 def model_needs(model) -> list[str]:
@@ -125,7 +138,7 @@ def metric_settings(spec) -> dict:
     them, so they are read off what each kind of metric is: metrics of the top-N words score each
     N of the config's ``top_n``; a coherence measure counts in its window; inverted RBO and RandK
     have settings of their own (``MetricSettings``)."""
-    from topicbench.core.metrics.coherence import MEASURES
+    from topicbench.core.metrics.coherence_measures import MEASURES
     from topicbench.core.metrics.context import MetricSettings
 
     defaults = MetricSettings()
@@ -172,7 +185,7 @@ def _model_lines(entries: list[dict], width: int) -> list[str]:
         if entry["error"] is None:
             facts = [f"family: {entry['family'] or 'not stated'}", "needs: " + ", ".join(entry["needs"]),
                      "held-out documents: " + ("inferred (transform)" if entry["infers_held_out"] else "no"),
-                     "token topics: " + ("yes" if entry["token_topics"] else "no")]
+                     "token topics: " + ("yes" if entry["token_topics"] else "no"), f"offline: {entry['offline']}"]
             lines += _wrapped("", "; ".join(facts), column, width)
         if entry["defaults"]:
             settings = ", ".join(f"{key}={_setting(value)}" for key, value in entry["defaults"].items())

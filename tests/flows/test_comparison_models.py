@@ -23,6 +23,14 @@ def test_models_list_gives_each_models_family_needs_and_held_out_inference():
     assert entries["elda"]["infers_held_out"] is False
 
 
+def test_models_list_says_what_each_model_reaches_beyond_the_machine():
+    """Issue 47: which models need a download or an endpoint (none downloads; TopicGPT asks one)."""
+    entries = {entry["name"]: entry for entry in model_catalog() if entry["error"] is None}
+    assert entries["topicgpt"]["offline"].startswith("asks an LLM endpoint")
+    assert "all-MiniLM-L6-v2" in entries["bertopic"]["offline"] and entries["lsi"]["offline"] == "nothing downloaded"
+    assert all(entry["offline"] for entry in entries.values())
+
+
 def test_paper_set2_takes_the_comparison_models_by_name_at_the_papers_k(tmp_path):
     (tmp_path / "congress").mkdir()
     config = paper_config(tmp_path, corpora=("congress",), tracking_uri="sqlite:///x.db", baselines=COMPARISON_MODELS)
