@@ -118,7 +118,9 @@ def test_a_server_killed_mid_run_keeps_what_was_done_and_the_resume_asks_only_th
     finished = [run for run in _fit_runs(uri, "killed") if run.info.status == "FINISHED"]
     assert len(finished) == 1
     asked_before = _cached_replies(cache)
-    with running_llm_server(tmp_path) as restarted:  # another port: the cache is by model and question
+    port = int(server.url.rsplit(":", 1)[1].split("/")[0])
+    # the same address again: the cache is by endpoint (address and model) and question (issue 46)
+    with running_llm_server(tmp_path, port=port) as restarted:
         assert main(["run", config, "--llm-base-url", restarted.url, "--llm-model", "smollm2", "--tracking-uri", uri,
                      "--no-report"]) == 0
     runs = [run for run in _fit_runs(uri, "killed") if run.info.status == "FINISHED"]
