@@ -240,27 +240,11 @@ def import_lock(tracking_uri: str, experiment: str):
     imports at once add each run once: on sqlite the store's lock file (``mlflow.db.lock``,
     :func:`~topicbench.tasks.store.claims.store_lock`), on PostgreSQL an advisory lock on a key of
     the experiment (the database drops it if the process dies); an MLflow server: none yet."""
-    from topicbench.tasks.store.checks import uri_scheme
-    from topicbench.tasks.store.claims import store_lock
-
-    if uri_scheme(tracking_uri) != "postgresql":
-        with store_lock(tracking_uri):
-            yield
-        return
-    import sqlalchemy
-    from sqlalchemy.pool import NullPool
+    from topicbench.tasks.store.claims import store_wide_lock
 
     key = int.from_bytes(hashlib.sha256(f"topicbench import {experiment}".encode()).digest()[:8], "big", signed=True)
-    engine = sqlalchemy.create_engine(tracking_uri, poolclass=NullPool)
-    try:
-        with engine.connect() as connection:
-            connection.exec_driver_sql(f"SELECT pg_advisory_lock({key})")
-            try:
-                yield
-            finally:
-                connection.exec_driver_sql(f"SELECT pg_advisory_unlock({key})")
-    finally:
-        engine.dispose()
+    with store_wide_lock(tracking_uri, key):
+        yield
 
 
 def _write_runs(client, experiment_id: str, records: list, histories: dict, unpacked: dict) -> dict:

@@ -100,6 +100,16 @@ def creation_lock(uri: str):
     experiment. sqlite: :func:`store_lock`; PostgreSQL: an advisory lock, held by one connection
     for the block (the database drops it if the process dies); a server: none (it creates its
     database itself)."""
+    with store_wide_lock(uri, CREATION_LOCK_KEY):
+        yield
+
+
+@contextlib.contextmanager
+def store_wide_lock(uri: str, key: int):
+    """One lock of the whole store for the block: sqlite's lock file (:func:`store_lock`), or on
+    PostgreSQL the advisory lock ``key`` (a signed 64-bit number), held by one connection (the
+    database drops it if the process dies). An MLflow server: none (it guards its database itself).
+    Store creation and bundle import each take it with their own key."""
     if uri_scheme(uri) != "postgresql":
         with store_lock(uri):
             yield
@@ -110,11 +120,11 @@ def creation_lock(uri: str):
     engine = sqlalchemy.create_engine(uri, poolclass=NullPool)
     try:
         with engine.connect() as connection:
-            connection.exec_driver_sql(f"SELECT pg_advisory_lock({CREATION_LOCK_KEY})")
+            connection.exec_driver_sql(f"SELECT pg_advisory_lock({int(key)})")
             try:
                 yield
             finally:
-                connection.exec_driver_sql(f"SELECT pg_advisory_unlock({CREATION_LOCK_KEY})")
+                connection.exec_driver_sql(f"SELECT pg_advisory_unlock({int(key)})")
     finally:
         engine.dispose()
 
