@@ -238,9 +238,9 @@ def import_bundle(folder, tracking_uri: str) -> dict:
 def import_lock(tracking_uri: str, experiment: str):
     """Held while an import reads what the store holds and writes what it lacks, so that two
     imports at once add each run once: on sqlite the store's lock file (``mlflow.db.lock``,
-    :func:`~topicbench.tasks.store.claims.store_lock`), on PostgreSQL an advisory lock on a key of
+    :func:`~topicbench.tasks.store.locks.store_lock`), on PostgreSQL an advisory lock on a key of
     the experiment (the database drops it if the process dies); an MLflow server: none yet."""
-    from topicbench.tasks.store.claims import store_wide_lock
+    from topicbench.tasks.store.locks import store_wide_lock
 
     key = int.from_bytes(hashlib.sha256(f"topicbench import {experiment}".encode()).digest()[:8], "big", signed=True)
     with store_wide_lock(tracking_uri, key):

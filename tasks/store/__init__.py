@@ -9,6 +9,7 @@
   benchmark, one nested run per fit; ``fit_record`` -- what a fit logs, as plain values;
   ``records`` -- what every run records to be repeatable; ``artifacts`` -- a run's files;
   ``traces`` -- the LLM requests as MLflow traces; ``runs_view`` -- the UI's runs table.
-- ``claims`` -- which process fits which run key; ``spool`` -- fits that could not be logged yet;
+- ``claims`` -- which process fits which run key; ``locks`` -- locks of a whole store (sqlite's
+  lock file, PostgreSQL's advisory locks); ``spool`` -- fits that could not be logged yet;
   ``interrupts`` and ``abandoned`` -- what a stop leaves behind.
 """

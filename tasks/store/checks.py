@@ -190,7 +190,7 @@ def lock_file_of(database) -> Path:
 
 def _wait_for_creation(path: Path) -> None:
     """Wait while another process holds the lock beside the database (``mlflow.db.lock``), which
-    a process holds while MLflow creates and migrates a new store (``run_claims.creation_lock``):
+    a process holds while MLflow creates and migrates a new store (:func:`~topicbench.tasks.store.locks.creation_lock`):
     two commands started at once on a new store would otherwise see its schema half migrated and
     call it an older MLflow's. No lock file, no wait (and nothing created)."""
     from filelock import FileLock, Timeout

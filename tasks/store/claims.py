@@ -4,7 +4,7 @@ A nested run is created as a *claim* before its fit is submitted: a RUNNING run 
 run key and its owner (host, pid, process start time), whose heartbeat the flow refreshes.
 Concurrent processes on one store thereby fit each run key once (:meth:`RunClaims.claim`), and the
 RUNNING runs of a process that died are recognised as stale, marked KILLED and fitted again. On
-sqlite, claims are made under a lock file beside the database (:func:`store_lock`); elsewhere
+sqlite, claims are made under a lock file beside the database (:func:`~topicbench.tasks.store.locks.store_lock`); elsewhere
 the earliest live claim of a key wins, unless a later one has already decided that it won (its
 check ran before the earlier claim reached the store: :meth:`RunClaims.claim`). A process that stops ends its open runs
 (:meth:`RunClaims.abandon`).
@@ -21,8 +21,9 @@ import time
 from dataclasses import dataclass
 
 from topicbench.core.redaction import redact
+from topicbench.tasks.store.locks import store_lock
 from topicbench.tasks.store.interrupts import describe_stop, release_interrupted_calls
-from topicbench.tasks.store.checks import SERVER_SCHEMES, check_server, lock_file_of, sqlite_path, store_busy, uri_scheme
+from topicbench.tasks.store.checks import SERVER_SCHEMES, check_server, store_busy, uri_scheme
 from topicbench.tasks.store.tracking_error import TrackingError
 from topicbench.tasks.store.tracking_settings import TRACKING_SETTINGS, tracking_setting
 from topicbench.tasks.store.filters import search_runs
@@ -44,8 +45,6 @@ HEARTBEAT_SECONDS = 30.0
 #: presumed dead; on this host the owner's pid is checked instead). Override with the
 #: environment variable TOPICBENCH_STALE_RUN_SECONDS (checked before any work).
 STALE_RUN_SECONDS = TRACKING_SETTINGS["TOPICBENCH_STALE_RUN_SECONDS"][0]
-#: How long a process waits for the lock of a sqlite store held by another.
-STORE_LOCK_SECONDS = 300.0
 #: How long an interrupted benchmark keeps trying to mark its open runs while the store is busy
 #: (an sqlite store that another connection holds locked answers "database is locked"), and the
 #: pause between tries. Any other failure (a server gone) is not retried: the command exits.
@@ -59,74 +58,11 @@ ABANDON_PROBE_SECONDS = 2.0
 #: of the store; giving way is always safe (the key is claimed again once it is free).
 CLAIM_DECISION_SECONDS = 60.0
 CLAIM_DECISION_POLL = 0.2
-#: The key of the PostgreSQL advisory lock that :func:`creation_lock` takes.
-CREATION_LOCK_KEY = 7_242_019_511
 
 
 # -- the store's locks ---------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def store_lock(uri: str, timeout: float = STORE_LOCK_SECONDS):
-    """Hold the lock file beside a sqlite database (``mlflow.db.lock``); no lock for other stores.
-
-    Serialises what must not interleave between processes on one database: creating it and its
-    schema migration, creating an experiment, and claiming runs.
-    """
-    path = sqlite_path(uri)
-    if path is None:
-        yield
-        return
-    from filelock import FileLock, Timeout
-
-    lock = FileLock(str(lock_file_of(path)))
-    try:
-        lock.acquire(timeout=timeout)
-    except Timeout:
-        raise TrackingError(
-            f"another process has held the lock {lock.lock_file} of the tracking database for {timeout:.0f} s; "
-            f"if no topicbench process is running, delete that file"
-        ) from None
-    try:
-        yield
-    finally:
-        lock.release()
-
-
-@contextlib.contextmanager
-def creation_lock(uri: str):
-    """Serialise what MLflow does unguarded when a process opens a store: creating a new
-    database's tables and migrating them (two processes doing it at once fail), and creating the
-    experiment. sqlite: :func:`store_lock`; PostgreSQL: an advisory lock, held by one connection
-    for the block (the database drops it if the process dies); a server: none (it creates its
-    database itself)."""
-    with store_wide_lock(uri, CREATION_LOCK_KEY):
-        yield
-
-
-@contextlib.contextmanager
-def store_wide_lock(uri: str, key: int):
-    """One lock of the whole store for the block: sqlite's lock file (:func:`store_lock`), or on
-    PostgreSQL the advisory lock ``key`` (a signed 64-bit number), held by one connection (the
-    database drops it if the process dies). An MLflow server: none (it guards its database itself).
-    Store creation and bundle import each take it with their own key."""
-    if uri_scheme(uri) != "postgresql":
-        with store_lock(uri):
-            yield
-        return
-    import sqlalchemy
-    from sqlalchemy.pool import NullPool
-
-    engine = sqlalchemy.create_engine(uri, poolclass=NullPool)
-    try:
-        with engine.connect() as connection:
-            connection.exec_driver_sql(f"SELECT pg_advisory_lock({int(key)})")
-            try:
-                yield
-            finally:
-                connection.exec_driver_sql(f"SELECT pg_advisory_unlock({int(key)})")
-    finally:
-        engine.dispose()
 
 
 # -- owners and stale runs ---------------------------------------------------------------------

@@ -45,9 +45,8 @@ from topicbench.tasks.store.claims import (
     STUDY_ROLE,
     Owner,
     RunClaims,
-    creation_lock,
-    store_lock,
 )
+from topicbench.tasks.store.locks import creation_lock, store_lock
 from topicbench.tasks.store.checks import check_tracking_uri, lost_insert_race, sqlite_path, store_unavailable
 from topicbench.tasks.store.tracking_error import TrackingError
 from topicbench.tasks.store.tracking_settings import use_tracking_defaults

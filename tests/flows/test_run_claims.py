@@ -20,7 +20,8 @@ import psutil
 import pytest
 from mlflow.tracking import MlflowClient
 
-from topicbench.tasks.store.claims import Owner, store_lock
+from topicbench.tasks.store.claims import Owner
+from topicbench.tasks.store.locks import store_lock
 from topicbench.tasks.store.checks import check_tracking_uri, tracking_store_exists
 from topicbench.tasks.store.tracking_error import TrackingError
 from topicbench.tasks.store.tracking import Tracker
@@ -233,7 +234,7 @@ def test_two_jobs_of_one_config_with_one_key_both_get_their_run(store):
 def test_the_store_lock_serialises_processes(tmp_path):
     store = f"sqlite:///{tmp_path / 'mlflow.db'}"
     script = (
-        "import sys, time; from topicbench.tasks.store.claims import store_lock\n"
+        "import sys, time; from topicbench.tasks.store.locks import store_lock\n"
         f"with store_lock({store!r}):\n    print('held', flush=True); time.sleep(3)\n"
     )
     holder = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)

@@ -579,7 +579,7 @@ def test_a_check_of_a_store_being_created_waits_for_its_creation(tmp_path):
 
     set_revision(sorted(known - {head})[0])  # as a migration leaves it half way
     script = (
-        "import sqlite3, time; from topicbench.tasks.store.claims import creation_lock\n"
+        "import sqlite3, time; from topicbench.tasks.store.locks import creation_lock\n"
         f"with creation_lock({store!r}):\n    print('held', flush=True); time.sleep(2)\n"
         f"    with sqlite3.connect({str(database)!r}) as c: c.execute('UPDATE alembic_version SET version_num = ?', ({head!r},))\n"
     )
