@@ -12,13 +12,14 @@ from dataclasses import replace
 import numpy as np
 import psutil
 
-from topicbench.core.constants import MAX_SEED
+from topicbench.core.constants import MAX_SEED, NOT_A_PROBABILITY_MODEL
 from topicbench.core.corpus import Corpus
 from topicbench.core.output import PROBABILITY_TOLERANCE, TopicModelOutput
 from topicbench.core.schema import check_schema
 from topicbench.core.validation import InputError, check_vocabulary_matches
 
 from .bounds import check_finite_settings, with_maximum
+from .convergence import convergence
 
 
 #: Attributes every fitted model has; no resolved value may take their names.
@@ -67,6 +68,9 @@ class TopicModel(abc.ABC):
     family : str
         The kind of model, in words (``models list`` shows it): "probabilistic (LDA)", "matrix
         factorisation", "neural (VAE)", "embedding clustering", ...
+    convergence_family : str
+        The row of :data:`~topicbench.baselines.convergence.CONVERGENCE_THRESHOLDS` whose threshold
+        judges the fit's loss curve (``"gibbs"``, ``"variational"``, ``"neural"``; empty: ``"default"``).
     defaults : dict
         Every setting with its default value.
     settings : dict
@@ -87,6 +91,11 @@ class TopicModel(abc.ABC):
         Whether ``fit`` reads sentence embeddings of the documents (through
         :func:`topicbench.baselines.embeddings.document_embeddings`, from the model named by the
         ``embedding_model`` setting); a benchmark then computes them once per corpus, up front.
+    not_a_probability_model : str
+        Why the model's topic-word rows are not p(w | k) of a model of the words (NMF's normalised
+        TF-IDF loadings, LSI's singular vectors, c-TF-IDF weights), so that a held-out likelihood
+        does not apply; empty for a probability model. The fit puts it in the output's ``extra``
+        (``"not_a_probability_model"``), where the held-out metrics read it and say it.
     output_ : TopicModelOutput
         The fitted output (its ``settings`` are :attr:`settings` plus :attr:`resolved_`).
     resolved_ : dict
@@ -96,11 +105,15 @@ class TopicModel(abc.ABC):
 
     name: str = ""
     family: str = ""
+    convergence_family: str = ""
+    #: What the one-time work before the fit (:meth:`_setup`) is, as a progress display names it.
+    setup_phase: str = "preparing"
     defaults: dict = {}
     reproducible: bool = True
     supports_transform: bool = False
     assigns_token_topics: bool = False
     uses_document_embeddings: bool = False
+    not_a_probability_model: str = ""
     topics_decided_by: str = ""
     #: Values other than the default's type that a setting also takes, e.g. ``{"alpha": ("auto",)}``.
     setting_alternatives: dict = {}
@@ -128,14 +141,15 @@ class TopicModel(abc.ABC):
         """What was asked: ``num_topics``, ``random_state`` and every setting (defaults filled in)."""
         return {"num_topics": self.num_topics, "random_state": self.random_state, **self.settings}
 
-    def fit(self, corpus: Corpus, *, on_progress=None, stop_requested=None) -> "TopicModel":
+    def fit(self, corpus: Corpus, *, on_progress=None, stop_requested=None, on_phase=None) -> "TopicModel":
         """Fit on ``corpus``; set ``output_`` (checked, with fit time and peak memory) and the
         resolved values (``resolved_`` and one attribute each); return the model.
 
         One-time work (compiling kernels, loading an embedding model or cached embeddings) runs
         first, in :meth:`_setup`, and is timed apart as ``extra["setup_seconds"]``: the fit time
         is the training alone. An iterative model's ``extra["training_loss"]`` gains its
-        convergence verdict (:func:`convergence`).
+        convergence verdict under its :attr:`convergence_family`'s tail rule
+        (:func:`~topicbench.baselines.convergence.convergence`).
 
         Parameters
         ----------
@@ -149,6 +163,10 @@ class TopicModel(abc.ABC):
             ``stop_requested()`` is true once the caller no longer wants the fit (its flow was
             interrupted): an iterative fit looks at each progress step (tomotopy's samplers at
             every sweep) and raises :class:`FitStopped` there.
+        on_phase : callable, optional
+            ``on_phase(name)`` as the fit enters a phase that has no step count: its one-time
+            work (:attr:`setup_phase`), then ``"fitting"``; a progress display shows the name
+            until the first step.
         """
         if corpus.n_documents == 0 or corpus.n_tokens == 0:
             raise InputError(f"{self.name}: the corpus {corpus.name!r} is empty")
@@ -157,13 +175,17 @@ class TopicModel(abc.ABC):
         try:
             with self._library_errors(corpus):
                 with measure() as setup:
+                    _enter_phase(on_phase, self.setup_phase)
                     self._setup(corpus)
+                _enter_phase(on_phase, "fitting")
                 with measure() as usage:
                     output, resolved = self._fit(corpus)
         finally:
             self._on_progress = self._stop_requested = None
-        output = _with_usage(output, usage, setup_seconds=setup["seconds"])
+        output = _with_usage(output, usage, setup_seconds=setup["seconds"], family=self.convergence_family)
         output = replace(output, model=self.name, seed=self.random_state, settings={**self.settings, **resolved})
+        if self.not_a_probability_model:  # the held-out metrics' need "probability_model" reads it
+            output = replace(output, extra={**output.extra, NOT_A_PROBABILITY_MODEL: self.not_a_probability_model})
         self.output_ = output.check(corpus.n_documents, corpus.n_tokens)
         self._set_resolved(resolved)
         self._fitted_vocabulary = tuple(corpus.vocabulary)
@@ -367,12 +389,6 @@ def normalize_rows(matrix: np.ndarray) -> np.ndarray:
     return out
 
 
-#: A fit has converged when its training loss changed by less than CONVERGENCE_TOLERANCE
-#: (relative to the final loss) over the last CONVERGENCE_WINDOW of its epochs or iterations.
-CONVERGENCE_WINDOW = 0.10
-CONVERGENCE_TOLERANCE = 0.01
-
-
 def training_record(losses, *, kind: str, steps=None) -> dict:
     """The ``extra`` entries of an iterative fit's loss curve: ``training_loss`` (one value per
     epoch or recorded iteration, lower is better), its ``training_steps`` (default 1, 2, ...) and
@@ -384,23 +400,16 @@ def training_record(losses, *, kind: str, steps=None) -> dict:
     return {"training_loss": losses, "training_steps": steps, "training_loss_kind": kind}
 
 
-def convergence(losses) -> dict:
-    """Whether a loss curve has converged: the relative change of the loss over the last 10% of
-    its points, |L_end - L_start| / |L_end|, below 1%. With fewer than two points nothing can be
-    said (``converged`` is False)."""
-    losses = np.asarray(losses, dtype=np.float64)
-    if losses.size < 2 or not np.all(np.isfinite(losses)):
-        return {"converged": False, "training_loss_relative_change": float("nan")}
-    window = max(1, int(round(CONVERGENCE_WINDOW * (losses.size - 1))))
-    end, start = losses[-1], losses[-1 - window]
-    change = abs(end - start) / max(abs(end), np.finfo(float).tiny)
-    return {"converged": bool(change < CONVERGENCE_TOLERANCE), "training_loss_relative_change": float(change)}
+def _enter_phase(on_phase, name: str) -> None:
+    if on_phase is not None:
+        on_phase(name)
 
 
-def _with_usage(output: TopicModelOutput, usage: dict, setup_seconds: float = 0.0) -> TopicModelOutput:
+def _with_usage(output: TopicModelOutput, usage: dict, setup_seconds: float = 0.0,
+                family: str = "") -> TopicModelOutput:
     extra = {**output.extra, "setup_seconds": float(setup_seconds)}
     if "training_loss" in extra:
-        extra.update(convergence(extra["training_loss"]))
+        extra.update(convergence(extra["training_loss"], extra.get("training_steps"), family))
     return replace(output, fit_seconds=usage["seconds"], peak_memory_mb=usage["peak_memory_mb"], extra=extra)
 
 

@@ -73,6 +73,11 @@ class BERTopicModel(TopicModel):
 
     name = "bertopic"
     family = "embedding clustering (UMAP + HDBSCAN, c-TF-IDF words)"
+    setup_phase = "embedding documents"  # the sentence model over the corpus, unless cached
+    not_a_probability_model = (
+        "BERTopic clusters document embeddings; its topic words are c-TF-IDF weights of the clusters, "
+        "not word probabilities"
+    )
     defaults = {
         "min_topic_size": 10,
         "umap_neighbors": 15,

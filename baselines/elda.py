@@ -62,6 +62,7 @@ class ELDAModel(TopicModel):
 
     name = "elda"
     family = "exemplar (submodular selection of keyword topics)"
+    setup_phase = "compiling kernels"  # numba's kernels, once per worker process
     assigns_token_topics = True
     topics_decided_by = ("kappa (topics per document: the budget is floor(kappa x documents)) and generator "
                          "(which keyword topics are candidates)")

@@ -83,6 +83,7 @@ class ETM(TopicModel):
 
     name = "etm"
     family = "neural (VAE with word embeddings)"
+    convergence_family = "neural"
     defaults = {
         "word_embeddings": "trained",
         "embedding_size": 300,

@@ -108,6 +108,8 @@ class FASTopic(TopicModel):
 
     name = "fastopic"
     family = "embedding (optimal transport)"
+    setup_phase = "embedding documents"  # the sentence model over the corpus, unless cached
+    convergence_family = "neural"
     defaults = {
         "epochs": 200,
         "learning_rate": 0.002,

@@ -55,6 +55,7 @@ class GensimLDA(TopicModel):
 
     name = "gensim_lda"
     family = "probabilistic (LDA, variational)"
+    convergence_family = "variational"
     assigns_token_topics = True
     defaults = {
         "alpha": 0.1,

@@ -79,6 +79,7 @@ class GibbsLDA(TopicModel):
 
     name = "gibbs_lda"
     family = "probabilistic (LDA, Gibbs sampling)"
+    convergence_family = "gibbs"
     assigns_token_topics = True
     defaults = {
         "alpha": 1.0,

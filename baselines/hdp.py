@@ -68,7 +68,8 @@ class HDP(TopicModel):
     -----
     The output's topics are the live topics (those holding a word at the end), in tomotopy's
     order: their number is ``num_topics_`` and the run's ``num_topics_used``. Topic-word rows
-    are tomotopy's ``get_topic_word_dist`` ((n_kw + η) / (n_k + Vη)); a document's proportions are
+    are (n_kw + η) / (n_k + Vη) over the corpus's vocabulary (tomotopy's ``get_topic_word_dist``, extended
+    to the words its documents do not use); a document's proportions are
     its ``get_topic_dist`` over the live topics (renormalised; dead topics hold nothing);
     ``token_topics`` are the sampler's final assignments. ``extra["training_loss"]`` is the
     negative log-likelihood per word every 10 sweeps, as for Gibbs LDA. A K given is ignored.
@@ -79,6 +80,7 @@ class HDP(TopicModel):
 
     name = "hdp"
     family = "probabilistic (Bayesian nonparametric)"
+    convergence_family = "gibbs"
     assigns_token_topics = True
     topics_decided_by = "initial_k, alpha and gamma (the Dirichlet processes' start and concentrations)"
     defaults = {
@@ -183,10 +185,18 @@ class HDP(TopicModel):
 
     @staticmethod
     def _topic_word(model, corpus: Corpus, live: np.ndarray) -> np.ndarray:
-        """tomotopy's p(w | k) of each live topic, over the corpus's vocabulary."""
+        """p(w | k) = (n_kw + η) / (n_k + Vη) of each live topic over the corpus's whole vocabulary.
+
+        tomotopy's ``get_topic_word_dist`` is (n_kw + η) / (n_k + V'η) over the V' words its
+        documents use; a word of the vocabulary they never use (a word of other partitions) had
+        p = 0 there, and a held-out document holding it a likelihood of 0. Under the prior η it has
+        η / (n_k + V'η) before the rows are renormalised over all V words.
+        """
         columns = np.array([corpus.word_index[word] for word in model.used_vocabs], dtype=np.int64)
-        topic_word = np.zeros((live.size, corpus.n_words))
+        eta, topic_tokens = float(model.eta), np.asarray(model.get_count_by_topics(), dtype=np.float64)
+        topic_word = np.empty((live.size, corpus.n_words))
         for row, k in enumerate(live):
+            topic_word[row] = eta / (topic_tokens[k] + len(columns) * eta)
             topic_word[row, columns] = np.asarray(model.get_topic_word_dist(int(k)), dtype=np.float64)
         return topic_word / topic_word.sum(axis=1, keepdims=True)
 

@@ -66,6 +66,10 @@ class LSI(TopicModel):
 
     name = "lsi"
     family = "matrix factorisation"
+    not_a_probability_model = (
+        "LSI's topics are signed singular vectors of the term-document matrix (their absolute values, "
+        "normalised, only rank words), not word probabilities"
+    )
     defaults = {
         "features": "tfidf",
         "chunksize": 20000,

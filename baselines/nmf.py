@@ -56,9 +56,10 @@ class NMF(TopicModel):
 
     Notes
     -----
-    Topic-word rows are H's rows normalised to sum to 1; document proportions are W's rows
-    normalised (a document W maps to all zeros gets the uniform distribution). scikit-learn
-    keeps no loss per iteration, so no training-loss curve is logged: ``extra["converged"]`` is
+    Topic-word rows are H's rows normalised to sum to 1; document proportions are W's rows with
+    H's row sums moved into them, normalised (:func:`document_topics`; a document W maps to all
+    zeros gets the uniform distribution), so a topic's share of a document does not depend on how
+    the solver split the scale between W and H. scikit-learn keeps no loss per iteration, so no training-loss curve is logged: ``extra["converged"]`` is
     scikit-learn's own stopping rule (the fit stopped before ``max_iter``), beside
     ``extra["iterations"]`` and the final ``extra["reconstruction_error"]`` (the loss at the
     end, the β-divergence of X and W H). :meth:`transform` solves for W with H fixed
@@ -69,6 +70,10 @@ class NMF(TopicModel):
 
     name = "nmf"
     family = "matrix factorisation"
+    not_a_probability_model = (
+        "NMF factorises TF-IDF weights (or counts) by a squared or beta divergence; its normalised loadings are "
+        "not word probabilities of a model of the documents, and they hold exact zeros"
+    )
     defaults = {
         "features": "tfidf",
         "init": None,
@@ -150,7 +155,7 @@ class NMF(TopicModel):
             vocabulary=tuple(corpus.vocabulary),
             topics=top_words_of(topic_word, corpus.vocabulary, int(self.settings["top_words"])),
             topic_word_matrix=topic_word,
-            topic_document_matrix=normalize_rows(doc_topic).T.copy(),
+            topic_document_matrix=document_topics(doc_topic, model.components_),
             extra={
                 "iterations": iterations,
                 "reconstruction_error": float(model.reconstruction_err_),
@@ -162,7 +167,20 @@ class NMF(TopicModel):
         return output, resolved
 
     def _transform(self, corpus: Corpus) -> np.ndarray:
-        return normalize_rows(self.model_.transform(self._features(corpus, fit=False))).T.copy()
+        return document_topics(self.model_.transform(self._features(corpus, fit=False)), self.model_.components_)
+
+
+def document_topics(doc_topic: np.ndarray, components: np.ndarray) -> np.ndarray:
+    """The topic-document matrix (K x D) of NMF's X ≈ W H: W's rows with H's row scale moved in,
+    normalised. With s the row sums of H, W H = (W diag s)(diag(1/s) H): the topic-word rows are
+    H's normalised, and W diag s holds each topic's mass in each document. W alone weighs a topic
+    by 1/s (NMF fixes neither factor's scale), so a topic's share of the corpus would depend on how
+    the solver split the scale between W and H, not on how much of the documents it explains.
+
+    >>> document_topics(np.array([[1.0, 1.0]]), np.array([[3.0, 1.0], [0.5, 0.5]])).ravel().tolist()
+    [0.8, 0.2]
+    """
+    return normalize_rows(doc_topic * components.sum(axis=1)).T.copy()
 
 
 def resolved_init(init: str | None, num_topics: int, shape: tuple[int, int]) -> str:

@@ -78,6 +78,7 @@ class ProdLDA(TopicModel):
 
     name = "prodlda"
     family = "neural (VAE)"
+    convergence_family = "neural"
     defaults = {
         "epochs": 100,
         "batch_size": 64,

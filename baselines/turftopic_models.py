@@ -221,6 +221,11 @@ class KeyNMF(TurftopicModel):
 
     name = "keynmf"
     family = "embedding + matrix factorisation"
+    setup_phase = "embedding documents"  # the encoder over the corpus, unless cached
+    not_a_probability_model = (
+        "KeyNMF factorises keyword importances (embedding similarities of words and documents); its "
+        "loadings are not word probabilities"
+    )
     defaults = {"top_n": 25, "metric": "cosine", **TurftopicModel.common_defaults}
     setting_maxima = {"top_n": MAX_TOP_WORDS, **TurftopicModel.common_maxima}
 
@@ -271,6 +276,11 @@ class S3(TurftopicModel):
 
     name = "s3"
     family = "embedding decomposition (ICA)"
+    setup_phase = "embedding documents"  # the encoder over the corpus, unless cached
+    not_a_probability_model = (
+        "S3's topics are independent components of document embeddings, read as word importances "
+        "(signed), not word probabilities"
+    )
     defaults = {"max_iter": 200, "feature_importance": "combined", **TurftopicModel.common_defaults}
     setting_maxima = {"max_iter": MAX_ITERATIONS, **TurftopicModel.common_maxima}
 
@@ -328,6 +338,11 @@ class GMM(TurftopicModel):
 
     name = "gmm"
     family = "embedding clustering (Gaussian mixture)"
+    setup_phase = "embedding documents"  # the encoder over the corpus, unless cached
+    not_a_probability_model = (
+        "the Gaussian mixture models document embeddings, not words: its topic words are soft "
+        "c-TF-IDF weights, not word probabilities"
+    )
     encodes_words = False
     defaults = {"weight_prior": None, "gamma": None, "feature_importance": "soft-c-tf-idf",
                 **TurftopicModel.common_defaults}

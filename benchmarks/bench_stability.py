@@ -18,8 +18,26 @@ memory above the level before the call (psutil, sampled every 5 ms in a thread) 
 numpy's allocations (tracemalloc; the numba kernels' output arrays are numpy's too). The kernels are
 compiled (or loaded from numba's cache) on a tiny instance first, outside the timing.
 
+With ``--paper`` it times instead what a report or an export spends scoring the stability of the
+paper's runs (results/paper/bundle: its (corpus, model) pairs, their topics and vocabulary sizes,
+three seeds each; the bundle holds no matrices, so they are synthesised: E-LDA's as keyword topics,
+the same fit at every seed as its exact greedy gives, the others dense, each seed a perturbed copy),
+before and after the permutation test (core/metrics/stability_chance.py):
+
+- before: every pair of seeds scored, E-LDA's included, and the chance level as 10 shuffles of
+  seeds 0 and 1 with every topic matched (one shuffle timed, times 10; one E-LDA pair timed,
+  times the pairs);
+- after: :func:`topicbench.tasks.results.stability.model_stability` as a report calls it: a
+  deterministic model is not scored, the others' chance level is the permutation test over every
+  pair, many-topic runs sampled.
+
     nice -n 10 .venv/bin/python benchmarks/bench_stability.py
     nice -n 10 .venv/bin/python benchmarks/bench_stability.py --elda-topics 1000 --threads 1
+    nice -n 10 .venv/bin/python benchmarks/bench_stability.py --paper [--bundle results/paper/bundle]
+
+``--chance`` times the chance level alone for three seeds of one non-deterministic keyword-topic
+model (``--elda-topics`` x ``--words``, each seed a perturbed copy), before (10 shuffles of seeds
+0 and 1, every topic matched: one timed, times 10) and after (the permutation test, sampled).
 """
 
 from __future__ import annotations
@@ -28,6 +46,7 @@ import argparse
 import threading
 import time
 import tracemalloc
+from pathlib import Path
 
 import numba
 import numpy as np
@@ -128,6 +147,96 @@ def run_case(name: str, a, b) -> None:
               f"share {score.share_reappearing:.3f}")
 
 
+def paper_shapes(bundle: Path) -> list:
+    """(corpus, model, topics, words) of every (corpus, model) of a bundle: the most topics any of
+    its seeds used, and the corpus's vocabulary size (read from one run's output.json)."""
+    import json
+    import tarfile
+
+    import pandas as pd
+
+    runs = pd.read_parquet(bundle / "tables" / "runs.parquet")
+    runs = runs[runs.status == "FINISHED"]
+    words = {}
+    for corpus, group in runs.groupby("corpus"):
+        for run_id in group.run_id:
+            archive = bundle / "artifacts" / f"{run_id}.tar.gz"
+            if not archive.exists():
+                continue
+            with tarfile.open(archive) as tar:
+                if "output/output.json" in tar.getnames():
+                    words[corpus] = len(json.load(tar.extractfile("output/output.json"))["vocabulary"])
+                    break
+    shapes = runs.groupby(["corpus", "model"]).num_topics_used.max()
+    return [(corpus, model, int(k), words[corpus]) for (corpus, model), k in shapes.items() if corpus in words]
+
+
+def paper_seeds(model: str, n_topics: int, n_words: int, rng) -> list:
+    """Three seeds of a model of the paper: E-LDA one keyword-topic fit three times (its exact
+    greedy ignores the seed), any other dense topics perturbed at each seed."""
+    if model.startswith("elda"):
+        fit = elda_like(n_topics, n_words, 300, rng)
+        return [fit, fit, fit]
+    first = rng.dirichlet(np.full(n_words, 0.05), size=n_topics)
+    return [first] + [other_seed(first, rng.dirichlet(np.full(n_words, 0.05), size=n_topics), rng) for _ in range(2)]
+
+
+def time_paper(bundle: Path, before: bool) -> None:
+    """Seconds to score the stability of every (corpus, model) of the bundle, after (measured) and
+    before (from its timed parts; see the module docstring)."""
+    from topicbench.core.metrics.stability import chance_stability, seed_stability
+    from topicbench.tasks.results.stability import STABILITY_MEASURES, model_stability
+
+    rng = np.random.default_rng(0)
+    totals = {"after": 0.0, "before": 0.0}
+    print(f"{'corpus':<14} {'model':<20} {'topics':>6} {'words':>6}   {'after s':>8}   {'before s':>8}")
+    for corpus, model, n_topics, n_words in paper_shapes(bundle):
+        seeds = paper_seeds(model, n_topics, n_words, rng)
+        vocabulary = [tuple(map(str, range(n_words)))] * 3
+        started = time.perf_counter()
+        row = model_stability(seeds, vocabulary, [0, 1, 2])
+        after = time.perf_counter() - started
+        old = float("nan")
+        if before:
+            old = 0.0
+            for measure in STABILITY_MEASURES:
+                started = time.perf_counter()
+                if row["deterministic"]:  # the old code scored the pairs of one fit: one timed, times 3
+                    stability(seeds[0], seeds[1], measure)
+                    old += 3 * (time.perf_counter() - started)
+                else:
+                    seed_stability(seeds, measure)
+                    old += time.perf_counter() - started
+                started = time.perf_counter()
+                chance_stability(seeds[0], seeds[1], measure, rng=np.random.default_rng(0), draws=1)
+                old += 10 * (time.perf_counter() - started)  # ten shuffles, each matched in full
+        totals["after"] += after
+        totals["before"] += old
+        verdict = "not applicable" if row["deterministic"] else f"JS p = {row['jensen_shannon_chance_p']:.2f}"
+        print(f"{corpus:<14} {model:<20} {n_topics:>6} {n_words:>6}   {after:8.2f}   {old:8.2f}   {verdict}", flush=True)
+    print(f"total: after {totals['after']:.1f} s, before {totals['before']:.1f} s")
+
+
+def time_chance(n_topics: int, n_words: int, stored: int, rng) -> None:
+    """Seconds of the chance level of three seeds of keyword topics, before and after, per measure."""
+    from topicbench.core.metrics.stability import chance_stability
+    from topicbench.core.metrics.stability_chance import chance_test
+
+    first = elda_like(n_topics, n_words, stored, rng)
+    seeds = [first] + [other_seed(first, elda_like(n_topics, n_words, stored, rng), rng) for _ in range(2)]
+    print(f"chance level, keyword topics {n_topics} x {n_words}, 3 seeds")
+    for measure in MEASURES:
+        started = time.perf_counter()
+        chance_stability(seeds[0], seeds[1], measure, rng=np.random.default_rng(0), draws=1)
+        before = 10 * (time.perf_counter() - started)
+        started = time.perf_counter()
+        test = chance_test(seeds, measure, rng=np.random.default_rng(0), observed=1.0)
+        after = time.perf_counter() - started
+        print(f"{measure:<15} before {before:7.1f} s (10 draws, seeds 0-1)   after {after:6.1f} s "
+              f"({test.permutations} draws over {test.pairs} pairs, {test.sampled_topics} topics a draw): "
+              f"chance {test.chance:.4f} ± {test.chance_sd:.4f} [± {test.chance_error:.4f}]", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--elda-topics", type=int, default=3000)
@@ -137,10 +246,26 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None, help="numba threads (default: numba's)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--skip-worst-case", action="store_true", help="skip the heavy-constants case (all pairs merged)")
+    parser.add_argument("--paper", action="store_true", help="time scoring the paper bundle's runs, before and after")
+    parser.add_argument("--bundle", type=Path, default=Path("results/paper/bundle"))
+    parser.add_argument("--after-only", action="store_true", help="with --paper: skip timing the old scoring")
+    parser.add_argument("--chance", action="store_true", help="time the chance level alone, before and after")
     args = parser.parse_args()
     if args.threads:
         numba.set_num_threads(args.threads)
     rng = np.random.default_rng(args.seed)
+    if args.paper:
+        warm = elda_like(4, 50, 5, rng)
+        for measure in MEASURES:  # compile or load every kernel outside the timing
+            stability(warm, warm.toarray(), measure, top_n=3), stability(warm.toarray(), warm.toarray(), measure, top_n=3)
+        time_paper(args.bundle, before=not args.after_only)
+        return
+    if args.chance:
+        warm = elda_like(4, 50, 5, rng)
+        for measure in MEASURES:  # compile or load every kernel outside the timing
+            stability(warm, warm, measure, top_n=3)
+        time_chance(args.elda_topics, args.words, args.stored, rng)
+        return
 
     started = time.perf_counter()
     tiny = elda_like(4, 50, 5, rng)

@@ -83,6 +83,11 @@ RBO_PERSISTENCE = 0.9
 #: (32 MB of float64): bounds its memory on large test splits.
 HELDOUT_CHUNK_CELLS = 4_000_000
 
+#: The output's ``extra`` key under which a model that is not a probability model over words
+#: (NMF, LSI, c-TF-IDF topics) says why: its held-out likelihood does not apply (the need
+#: ``probability_model`` of :mod:`topicbench.core.metrics.needs`).
+NOT_A_PROBABILITY_MODEL = "not_a_probability_model"
+
 #: Share of documents held out for the label-based classification score when the corpus has no
 #: OCTIS train/test partitions.
 LABEL_TEST_FRACTION = 0.25

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from collections import Counter
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 import numpy as np
@@ -54,6 +55,20 @@ class Corpus:
         (:meth:`document_text`). About the input's size in memory; read by the metrics that show
         documents to a judge (``llm_fit``, ``llm_rank``). Not part of :meth:`fingerprint`: the
         tokens are what a model reads.
+    vocabulary_from : str
+        How the vocabulary was made: ``"train"`` (counted from the training documents, the
+        default where there is a test partition), ``"all"`` (from every document) or ``"given"``
+        (a vocabulary.txt, as published). Recorded with every run as ``corpus_vocabulary_from``.
+    test_only_words, test_only_tokens : int
+        Distinct words, and their tokens, of the test documents that no training document has,
+        dropped from the test documents (``vocabulary_from="train"``; 0 otherwise): held-out
+        scores are over the training vocabulary. Recorded as ``corpus_test_only_words`` and
+        ``corpus_test_only_tokens``. Like :attr:`raw_texts`, not part of :meth:`fingerprint` (the
+        tokens and vocabulary they left behind are).
+    partition_sizes : dict or None
+        Documents per OCTIS partition of the corpus this one was split from (:meth:`split`; None
+        for a corpus not split), so a run fitted on the training partition records how many
+        documents were held out. Not part of :meth:`fingerprint`.
     """
 
     vocabulary: tuple
@@ -66,6 +81,10 @@ class Corpus:
     preprocessing: dict = field(default_factory=dict)
     dropped_documents: tuple = ()
     raw_texts: tuple | None = None
+    vocabulary_from: str = "all"
+    test_only_words: int = 0
+    test_only_tokens: int = 0
+    partition_sizes: dict | None = None
 
     def __post_init__(self):
         if self.raw_texts is not None and len(self.raw_texts) != self.n_documents:
@@ -170,6 +189,9 @@ class Corpus:
             source=self.source,
             preprocessing=self.preprocessing,
             raw_texts=pick(self.raw_texts),
+            vocabulary_from=self.vocabulary_from,
+            test_only_words=self.test_only_words,
+            test_only_tokens=self.test_only_tokens,
         )
 
     def split(self, partition: str) -> "Corpus":
@@ -181,7 +203,8 @@ class Corpus:
         if self.partitions is None:
             raise InputError(f"corpus {self.name!r} has no partitions")
         ids = [d for d, p in enumerate(self.partitions) if p == partition]
-        return self.subset(ids, name=f"{self.name}[{partition}]")
+        return replace(self.subset(ids, name=f"{self.name}[{partition}]"),
+                       partition_sizes=dict(Counter(self.partitions).most_common()))
 
     def summary(self) -> dict:
         """Sizes and identity, for logs and run records."""

@@ -18,6 +18,8 @@ from .validation import InputError
 logger = logging.getLogger(__name__)
 
 UNKNOWN_WORD_POLICIES = ("error", "drop")
+#: Which documents a vocabulary built here is counted from (a given vocabulary.txt stays as it is).
+VOCABULARY_SOURCES = ("train", "all")
 
 #: Every preprocessing setting's type and range (JSON Schema): checked by
 #: :class:`PreprocessConfig`, and part of the benchmark config's published schema.
@@ -35,6 +37,10 @@ PREPROCESSING_SCHEMA = {
         "max_df": {"anyOf": [integer(1), share()], "description": "keep words in at most this many documents (a number in (0, 1]: a share)"},
         "min_doc_length": {**integer(1), "description": "drop documents with fewer tokens than this"},
         "unknown_words": {"enum": list(UNKNOWN_WORD_POLICIES), "description": "tokens missing from a given vocabulary.txt"},
+        "vocabulary_from": {"enum": list(VOCABULARY_SOURCES),
+                            "description": "build the vocabulary from the 'train' documents (default; test-only words are "
+                                           "dropped and counted) or from 'all' partitions; no effect without a test "
+                                           "partition or with a given vocabulary.txt"},
     },
 }
 
@@ -62,6 +68,14 @@ class PreprocessConfig:
         Drop documents with fewer tokens than this after preprocessing (counted, with a warning).
     unknown_words : {"error", "drop"}
         What to do with tokens missing from a given vocabulary.
+    vocabulary_from : {"train", "all"}
+        Where a corpus has both a train and a test partition, build its vocabulary (and its
+        ``min_df``/``max_df`` shares) from the training documents only (``"train"``): a held-out
+        score over words the model could never have seen does not test the model. The test
+        documents' words outside it are dropped and counted (:attr:`~topicbench.core.corpus.Corpus.test_only_words`,
+        :attr:`~topicbench.core.corpus.Corpus.test_only_tokens`). ``"all"`` counts every partition. No effect on a corpus
+        without a test partition or with a given vocabulary (both keep their vocabulary and
+        fingerprint): it enters the recorded preprocessing only where it changed the vocabulary.
     """
 
     preprocessed: bool = False
@@ -73,6 +87,7 @@ class PreprocessConfig:
     max_df: int | float = 1.0
     min_doc_length: int = 1
     unknown_words: str = "error"
+    vocabulary_from: str = "train"
 
     def __post_init__(self):
         # every type strictly (a YAML 'no' is not false, true is not a count), before any use
@@ -161,7 +176,7 @@ def build_corpus(
             raise InputError(f"{what} has {len(values)} entries for {len(documents)} documents")
 
     given_vocabulary = vocabulary is not None
-    vocabulary = _checked_vocabulary(vocabulary) if given_vocabulary else _vocabulary_by_frequency(documents, config)
+    vocabulary, test_only, from_train = _corpus_vocabulary(documents, vocabulary, config, partitions, name)
     index = {word: i for i, word in enumerate(vocabulary)}
     documents = _map_to_ids(documents, index, config, given_vocabulary=given_vocabulary)
 
@@ -194,10 +209,50 @@ def build_corpus(
         labels=pick(labels),
         name=name,
         source=source,
-        preprocessing=config.to_dict(),
+        preprocessing=recorded_preprocessing(config, from_train),
         dropped_documents=dropped,
         raw_texts=None if raw_texts is None else tuple(str(raw_texts[d]) for d in keep),
+        vocabulary_from="given" if given_vocabulary else ("train" if from_train else "all"),
+        test_only_words=len(test_only), test_only_tokens=sum(test_only.values()),
     )
+
+
+def _corpus_vocabulary(documents, vocabulary, config: PreprocessConfig, partitions, name: str):
+    """(the vocabulary: given, or by frequency over the training documents or all of them; the
+    test-only words (word -> tokens), counted where it comes from the training documents; whether
+    it does)."""
+    if vocabulary is not None:
+        return _checked_vocabulary(vocabulary), Counter(), False
+    if config.vocabulary_from != "train" or not has_test_split(partitions):
+        return _vocabulary_by_frequency(documents, config), Counter(), False
+    training = [doc for doc, part in zip(documents, partitions) if part == "train"]
+    test_only = _test_only_words(documents, partitions)
+    if test_only:
+        logger.info("corpus %r: %d test tokens (%d words) not in the training documents are dropped "
+                    "(vocabulary_from='train')", name, sum(test_only.values()), len(test_only))
+    return _vocabulary_by_frequency(training, config), test_only, True
+
+
+def has_test_split(partitions) -> bool:
+    """Whether documents are split into train and test (what the benchmark holds out)."""
+    return partitions is not None and "train" in partitions and "test" in partitions
+
+
+def recorded_preprocessing(config: PreprocessConfig, from_train: bool) -> dict:
+    """The settings a corpus records (and fingerprints): ``vocabulary_from`` only where the
+    vocabulary was built from the training documents, so that every corpus whose vocabulary it
+    did not change keeps the fingerprint it had before the setting existed."""
+    settings = config.to_dict()
+    if not from_train:
+        del settings["vocabulary_from"]
+    return settings
+
+
+def _test_only_words(documents, partitions) -> Counter:
+    """word -> its tokens in test documents, for the words no training document has."""
+    in_train = set(itertools.chain.from_iterable(doc for doc, part in zip(documents, partitions) if part == "train"))
+    return Counter(token for doc, part in zip(documents, partitions) if part == "test"
+                   for token in doc if token not in in_train)
 
 
 def corpus_from_token_lists(

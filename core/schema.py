@@ -179,8 +179,10 @@ def expected(schema: dict) -> str:
         if items and "title" in items:
             return f"a list of {items['title']} names"
         return "a list" + (f" of {_plural(expected(items))}" if items and expected(items) != "anything" else "")
-    if kind == "object":
-        return "a mapping of settings"
+    if kind == "object":  # a mapping of exactly its required keys is named by them ("{low, high, step}")
+        keys = schema.get("required") or []
+        exact = keys and schema.get("additionalProperties") is False and sorted(keys) == sorted(schema.get("properties", {}))
+        return f"{{{', '.join(keys)}}}" if exact else "a mapping of settings"
     if kind is None and _range(schema):  # a bound on whatever numbers a setting of no one type takes
         return "a number" + _range(schema)
     return "anything"

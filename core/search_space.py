@@ -162,6 +162,18 @@ def point_label(label: str, point: dict) -> str:
     return f"{label}[{','.join(f'{name}={_format(value)}' for name, value in point.items())}]"
 
 
+def num_topics_grid(value, where: str) -> tuple:
+    """Every K of a config's ``num_topics`` grid, in the search spaces' vocabulary: a list of
+    values, or a range ``{low, high, step}`` (a grid needs its step).
+
+    >>> num_topics_grid([20, 50, 100], "models[0].num_topics")
+    (20, 50, 100)
+    >>> num_topics_grid({"low": 10, "high": 30, "step": 10}, "models[0].num_topics")
+    (10, 20, 30)
+    """
+    return _dimension(NUM_TOPICS, value, where).grid_values(where)
+
+
 def point_text(point: dict | None, missing: str = "–") -> str:
     """A point as people read it, e.g. ``K=20, alpha=0.1`` (``as configured`` for no dimension,
     ``missing`` for no point)."""

@@ -10,10 +10,12 @@ search space with finite per-seed scores x_{p,1..n_p},
 b = the point with the best mean, and the choice is the simplest point whose mean is within one
 standard error of the best's: mean_p ≥ mean_b − se_b when higher is better (mean_p ≤ mean_b + se_b
 when lower is). A point's seeds differ only by chance, so a simpler point that close to the best
-is not shown to be worse. NaN scores (failed runs) are left out and counted; a point with one
-finite score has no se, and when the best point has none the rule falls back to the best mean
-(the choice is then the simplest point tied with it), which the result says. Ties in the best
-mean go to the simplest of the tied points.
+is not shown to be worse. se is the standard error of the report's Student-t intervals
+(:func:`topicbench.core.metrics.stats.seed_interval`). NaN scores (failed runs) are left out and
+counted; a point with one finite score has no se, and neither has a deterministic point (its seeds
+all gave the same fit: no seed variance, so an se of 0 would be no measure of noise); when the best
+point has none the rule falls back to the best mean (the choice is then the simplest point tied
+with it), which the result says. Ties in the best mean go to the simplest of the tied points.
 
 A choice (or a best point) on the edge of the space, the smallest or largest value searched of a
 numeric dimension, is flagged: a simpler setting (or a better one) may lie outside it, so widen the
@@ -36,11 +38,12 @@ import logging
 import math
 import numbers
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
 
+from .metrics.stats import ALPHA, DETERMINISTIC, is_deterministic, welch_p_value
 from .validation import InputError
 
 logger = logging.getLogger(__name__)
@@ -55,11 +58,16 @@ class PointSummary:
     point : object
         As given: a number (K), a tuple or a mapping of settings.
     mean, sd, se : float
-        Over the finite scores; sd (ddof = 1) and se = sd / √n are NaN for fewer than two, mean for none.
+        Over the finite scores; sd (ddof = 1) and se = sd / √n are NaN for fewer than two, mean for
+        none; se is NaN for a deterministic point too.
     n : int
         Finite scores.
     n_excluded : int
         NaN scores left out.
+    deterministic : bool
+        Two or more finite scores, all the same: the seeds gave one fit (no seed variance).
+    scores : tuple of float
+        The finite scores (what :func:`beyond_noise` tests).
     """
 
     point: object
@@ -68,6 +76,8 @@ class PointSummary:
     se: float
     n: int
     n_excluded: int
+    deterministic: bool = False
+    scores: tuple = field(default=(), compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -83,8 +93,8 @@ class OneStandardErrorChoice:
         mean itself where se_best is undefined.
     higher_is_better : bool
     rule_applied : bool
-        False when the best point's se is undefined (one finite score): the choice then falls back
-        to the best mean.
+        False when the best point's se is undefined (one finite score, or a deterministic point):
+        the choice then falls back to the best mean.
     points : tuple of PointSummary
         Every point, simplest first.
     choice_edges, best_edges : tuple of str
@@ -175,20 +185,21 @@ def summarise_scores(point, scores) -> PointSummary:
 
 
 def beyond_noise(better: PointSummary, worse: PointSummary, *, higher_is_better: bool) -> bool | None:
-    """Whether ``better``'s mean beats ``worse``'s by more than one standard error of the difference.
+    """Whether ``better``'s mean beats ``worse``'s beyond the seeds' noise: better in the
+    objective's direction, by Welch's t-test over their seeds at α = 0.05, the report's test
+    (:func:`topicbench.core.metrics.stats.welch_p_value`; against a deterministic side, the
+    one-sample t of the other's seeds). None where it cannot be tested: fewer than two finite
+    scores on a side, or both deterministic (no seed variance: never a claim on zero).
 
-    The difference of two means over independent seeds has standard error √(se₁² + se₂²); a
-    difference within it is not told apart from the seeds' noise. None where either side has no
-    standard error (fewer than two finite scores): nothing can be said.
-
-    >>> a, b = summarise_scores("a", [0.50, 0.52]), summarise_scores("b", [0.40, 0.42])
+    >>> a, b = summarise_scores("a", [0.50, 0.52, 0.51]), summarise_scores("b", [0.40, 0.42, 0.41])
     >>> beyond_noise(a, b, higher_is_better=True), beyond_noise(b, a, higher_is_better=True)
     (True, False)
     """
-    if math.isnan(better.se) or math.isnan(worse.se):
+    p = welch_p_value(better.scores, worse.scores)
+    if p is None:
         return None
     sign = 1.0 if higher_is_better else -1.0
-    return bool(sign * (better.mean - worse.mean) > math.hypot(better.se, worse.se))
+    return bool(sign * (better.mean - worse.mean) > 0 and p < ALPHA)
 
 
 def pareto_front(values, higher_is_better) -> np.ndarray:
@@ -262,8 +273,9 @@ def _summarise(point, scores: np.ndarray) -> PointSummary:
     n = len(finite)
     mean = float(finite.mean()) if n else float("nan")
     sd = float(np.std(finite, ddof=1)) if n > 1 else float("nan")
-    return PointSummary(point=point, mean=mean, sd=sd, se=sd / math.sqrt(n) if n > 1 else float("nan"),
-                        n=n, n_excluded=len(scores) - n)
+    fixed = is_deterministic(finite)
+    return PointSummary(point=point, mean=mean, sd=sd, se=sd / math.sqrt(n) if n > 1 and not fixed else float("nan"),
+                        n=n, n_excluded=len(scores) - n, deterministic=fixed, scores=tuple(float(v) for v in finite))
 
 
 def _coordinates(point) -> list:
@@ -305,7 +317,10 @@ def _messages(summaries, choice, best, rule_applied, choice_edges, best_edges) -
     messages = []
     if len(summaries) == 1:
         messages.append("only one point was searched: nothing was compared; search several settings")
-    if not rule_applied:
+    if not rule_applied and best.deterministic:
+        messages.append(f"the best point {best.point!r} is {DETERMINISTIC} (its {best.n} seeds gave the same fit): it "
+                        "has no standard error, so the one-standard-error rule falls back to the best mean")
+    elif not rule_applied:
         messages.append(f"the best point {best.point!r} has {best.n} finite score: its standard error is undefined, "
                         "so the one-standard-error rule falls back to the best mean; run more seeds")
     for role, point, edges in (("choice", choice.point, choice_edges), ("best point", best.point, best_edges)):

@@ -8,7 +8,9 @@ flows, the report and the leaderboard as commands, and the ``topicbench`` comman
   (+ ``search_plan``, what it will do; ``search_choice``, the settings it recommends), ``paper`` (+ ``paper_report``, the named experiments in ``experiments/``),
   ``serve`` -- the flows.
 - ``report`` -- a report from a store or a bundle; ``judge``, ``judge_proxann`` -- calibrations.
-- ``runtime`` (Prefect and Dask), ``console``, ``progress``, ``worker_progress`` -- how flows run
-  and what they show; ``checks`` -- command-line inputs checked before any work; ``data`` --
-  ``topicbench data`` downloads, only when asked.
+- ``runtime`` (Prefect and Dask; ``prefect_server``, the server ``topicbench server`` keeps),
+  ``console``, ``progress``, ``worker_progress`` -- how flows run and what they show;
+  ``ui_server`` -- MLflow's UI server in one process, for ``topicbench ui``; ``checks`` --
+  command-line inputs checked before any work; ``data`` -- ``topicbench data`` downloads, only
+  when asked.
 """

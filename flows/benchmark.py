@@ -25,7 +25,7 @@ import time
 from prefect import flow, get_run_logger
 from prefect.states import Failed
 
-from topicbench.tasks.run.corpus import check_topics_fit, corpus_splits, load_corpus
+from topicbench.tasks.run.corpus import check_topics_fit, coherence_references, corpus_splits, load_corpus
 from topicbench.tasks.run.embeddings import embed_documents
 from topicbench.tasks.run.fit import fit_and_score
 from topicbench.tasks.run.progress import listening
@@ -41,11 +41,13 @@ from topicbench.tasks.store.tracking import Tracker
 
 from topicbench.flows.config.model import BenchmarkConfig
 from .benchmark_runs import (
+    TOPICS_USED_METRIC,
     Job,
     Ledger,
     log_or_spool,
     log_spooled_fits,
     look_at_held,
+    matched_jobs,
     record_failure,
     sort_claims,
     store_gone_message,
@@ -67,7 +69,9 @@ WAIT_NOTE_SECONDS = 30.0
 def benchmark(config: BenchmarkConfig) -> dict:
     """Fit every (corpus, model, seed) of ``config`` that is not finished, score and track it: the
     runs this process claims first (spooled fits of earlier runs are logged, not refitted), then
-    those that other processes held and did not finish.
+    those that other processes held and did not finish. Models whose K is matched
+    (``num_topics: {match: LABEL}``) are fitted after all of that, each at the K that LABEL's
+    finished fit used on the same corpus and seed (:func:`~topicbench.flows.benchmark_runs.matched_jobs`).
 
     A model that fails is recorded as a FAILED nested run with its error and the others go on;
     the flow then ends Failed, naming what failed. A store that stops answering ends it with a
@@ -96,12 +100,17 @@ def _fit_score_and_track(config: BenchmarkConfig, tracker: Tracker, parent: str,
     then wait for those held elsewhere."""
     log = get_run_logger()
     splits = {spec.name: corpus_splits(load_corpus(spec)) for spec in config.corpora}
-    check_topics_fit(splits, [(f"model {model.name!r}: num_topics", model.num_topics) for model in config.models])
+    coherence_references(config, splits)  # a reference a corpus cannot give fails here, before any fit
+    own_k = [model for model in config.models if model.matched_label is None]
+    check_topics_fit(splits, [(f"model {model.name!r}: num_topics", model.num_topics) for model in own_k])
     jobs = [
         Job(spec, splits[spec.name][0], model, seed, config)
-        for spec in config.corpora for model in config.models for seed in config.seeds
+        for spec in config.corpora for model in own_k for seed in config.seeds
     ]
     finished, done_elsewhere = fit_jobs(jobs, config, tracker, parent, splits, ledger, log)
+    if len(own_k) < len(config.models):  # then the fits at a matched K, once the K they match are known
+        matched, more_finished, more_elsewhere = _fit_matched(jobs, config, tracker, parent, splits, ledger, log)
+        jobs, finished, done_elsewhere = jobs + matched, finished + more_finished, done_elsewhere + more_elsewhere
     summary = {
         "experiment": config.experiment, "runs": len(jobs), "skipped_finished": len(finished),
         "claimed_elsewhere": [f"{job.label}: fitted by another process" for job in done_elsewhere],
@@ -132,6 +141,23 @@ def fit_jobs(jobs: list, config: BenchmarkConfig, tracker: Tracker, parent: str,
     if ledger.store_gone is not None:
         raise TrackingError(store_gone_message(config.tracking_uri, ledger))
     return finished, done_elsewhere
+
+
+def _fit_matched(fitted: list, config: BenchmarkConfig, tracker: Tracker, parent: str, splits: dict, ledger: Ledger,
+                 log) -> tuple:
+    """Fit the models whose K is matched (``num_topics: {match: LABEL}``) at the K that LABEL's
+    finished fits (``fitted``, here or in another process, now or before) used on each corpus and
+    seed; a run whose match did not finish is counted failed, with why. Returns (the matched jobs,
+    those finished before, those another process finished)."""
+    finished_runs = tracker.finished_runs([job.key for job in fitted])
+    topics_used = {key: run.data.metrics.get(TOPICS_USED_METRIC) for key, run in finished_runs.items()}
+    jobs, missing = matched_jobs(config, splits, fitted, topics_used)
+    for line in missing:
+        log.warning("%s", line, extra=CONSOLE)
+    ledger.failed.extend(missing)
+    check_topics_fit(splits, [(f"model {job.model.name!r}: num_topics matched to {job.matched_to!r}", job.model.num_topics)
+                              for job in jobs])
+    return (jobs, *fit_jobs(jobs, config, tracker, parent, splits, ledger, log))
 
 
 def _run_claimed(todo: list, claims: dict, config, tracker: Tracker, splits: dict, progress, log, ledger: Ledger):
@@ -196,12 +222,13 @@ def _submit_fits(todo: list, config: BenchmarkConfig, splits: dict, budget: str 
     benchmark's parent run)."""
     embeddings = _embed_documents_once(todo)
     flow_host = socket.gethostname()
+    references, oov = coherence_references(config, splits), config.coherence_settings()[0]
     return {
         fit_and_score.submit(
             job.corpus_data, job.model.model, job.model.num_topics, job.model.settings, job.seed,
             splits[job.corpus.name][1], job.label, metrics=job.metrics, context_metrics=config.metrics,
             top_n=config.top_n, flow_host=flow_host, llm=job.llm, llm_budget=budget,
-            wait_for=embeddings.get(job.embedding_key, []),
+            reference=references[job.corpus.name], oov=oov, wait_for=embeddings.get(job.embedding_key, []),
         ): job
         for job in todo
     }

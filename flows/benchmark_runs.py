@@ -30,13 +30,15 @@ from .console import CONSOLE
 
 @dataclass(frozen=True, eq=False)
 class Job:
-    """One (corpus, model, seed) run."""
+    """One (corpus, model, seed) run; ``matched_to``: the label of the model whose K on this corpus
+    and seed it was given (``num_topics: {match: LABEL}``), recorded with the run."""
 
     corpus: CorpusSpec
     corpus_data: Corpus
     model: ModelSpec
     seed: int
     config: BenchmarkConfig
+    matched_to: str | None = None
 
     @property
     def metrics(self) -> tuple:
@@ -50,6 +52,8 @@ class Job:
         if self.llm is not None:  # who judged, and how (runs without LLM metrics keep their keys)
             endpoint, judge = self.llm
             parts.append({"llm_model": endpoint.model, "judge": judge_record(judge)})
+        if self.config.coherence_settings() != ("error", "train"):  # scored otherwise (default runs keep their keys)
+            parts.append({"coherence": self.config.coherence_settings()})
         return settings_key(*parts)
 
     @property
@@ -70,7 +74,36 @@ class Job:
         return (self.corpus.name, self.model.settings.get("embedding_model"))
 
     def record(self) -> dict:
-        return run_record(self.corpus_data, self.model, self.seed, self.config)
+        record = run_record(self.corpus_data, self.model, self.seed, self.config)
+        if self.matched_to is not None:  # num_topics is then the K that model used here
+            record["num_topics_matched_to"] = self.matched_to
+        return record
+
+
+#: The metric of a finished fit that holds the K it used (E-LDA's and HDP's are their fits' own).
+TOPICS_USED_METRIC = "num_topics_used"
+
+
+def matched_jobs(config: BenchmarkConfig, splits: dict, fitted: list, topics_used: dict) -> tuple:
+    """The runs of the config's models whose K is matched (``num_topics: {match: LABEL}``), each at
+    the K the model LABEL used on the same corpus and seed, and a line for each run that has none
+    because that fit did not finish. ``fitted``: the jobs of the models with a K of their own;
+    ``topics_used``: run key -> the K of its finished fit (:data:`TOPICS_USED_METRIC`)."""
+    by_run = {(job.corpus.name, job.model.name, job.seed): job for job in fitted}
+    jobs, missing = [], []
+    for corpus in config.corpora:
+        for model in (spec for spec in config.models if spec.matched_label is not None):
+            for seed in config.seeds:
+                target = by_run[(corpus.name, model.matched_label, seed)]
+                k = topics_used.get(target.key)
+                if k is None or not k == k:  # not finished, or a store that logged no K (NaN)
+                    missing.append(f"{model.name}@{corpus.name} seed {seed}: not fitted, as its K matches "
+                                   f"{target.label}, which did not finish (its run failed, was stopped or logged no "
+                                   f"{TOPICS_USED_METRIC}); fix that run and rerun the same command")
+                    continue
+                jobs.append(Job(corpus, splits[corpus.name][0], model.with_topics(int(round(k))), seed, config,
+                                matched_to=model.matched_label))
+    return jobs, missing
 
 
 @dataclass

@@ -21,7 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from topicbench.core.metrics.calibration import NOT_MEASURABLE, calibration_table
+from topicbench.core.metrics.bootstrap import BOOTSTRAP_RESAMPLES
+from topicbench.core.metrics.calibration import NOT_MEASURABLE, RANKING_TAU_READING, calibration_table
 from topicbench.core.metrics.llm_judging import JudgeSettings, draw_intruders, intrusion_scores, rate_topics
 from topicbench.tasks.results.calibration_runs import CALIBRATION_EXPERIMENT, MODEL_TAG, latest_calibration  # noqa: F401 - the judge's API
 
@@ -62,7 +63,7 @@ def judge_human_topics(topics: list, judge, settings: JudgeSettings, seed: int =
 
 
 def calibrate(endpoint, settings: JudgeSettings, topics: list, *, tracking_uri: str | None, topics_per_model=None,
-              draws: int = 1000, seed: int = 0) -> Calibration:
+              draws: int = BOOTSTRAP_RESAMPLES, seed: int = 0) -> Calibration:
     """Judge the human-judged ``topics`` (:func:`~topicbench.core.metrics.calibration.read_human_judgments`,
     read and checked before any request) with ``endpoint``, compare with people, and track the run."""
     from topicbench.tasks.llm.judge import EndpointJudge
@@ -86,8 +87,9 @@ def calibrate(endpoint, settings: JudgeSettings, topics: list, *, tracking_uri: 
 
 def format_table(calibration: Calibration) -> str:
     """The table as text: ρ [95% interval] against people's ratings and intrusion, and the
-    model-ranking agreement (Kendall's τ) per dataset, one row per measure; a measure whose
-    answers are constant shows that its agreement is not measurable."""
+    model-ranking agreement (Kendall's τ, descriptive) per dataset, one row per measure; a measure
+    whose answers are constant shows that its agreement is not measurable; then how the
+    intervals were made and how to read the τ."""
     datasets = sorted(next(iter(calibration.rows))["ranking"]) if calibration.rows else []
     header = ["measure", "ρ vs ratings [95%]", "ρ vs intrusion [95%]", *[f"τ models {d}" for d in datasets], "topics"]
     lines = [header]
@@ -97,7 +99,20 @@ def format_table(calibration: Calibration) -> str:
         lines.append([row["measure"], *agreement, *["–" if math.isnan(t) else f"{t:+.2f}" for t in taus],
                       str(row["scored"])])
     widths = [max(len(line[c]) for line in lines) for c in range(len(header))]
-    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip() for line in lines)
+    table = "\n".join("  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip() for line in lines)
+    return "\n".join([table, *table_notes(calibration)])
+
+
+def table_notes(calibration: Calibration) -> list:
+    """How the ρ intervals were made (what was resampled, how often), and that the models' τ is descriptive."""
+    methods = sorted({method for row in calibration.rows for against in ("rating", "intrusion")
+                      if (method := getattr(row[against], "method", ""))})
+    models = sorted({entry["models"] for row in calibration.rows for entry in row["ranking"].values()
+                     if entry.get("models")})
+    notes = [f"ρ: Spearman's ρ over the topics; [95% interval]: {'; '.join(methods)}."] if methods else []
+    if models:
+        notes.append(RANKING_TAU_READING.format(models=" or ".join(map(str, models))) + ".")
+    return notes
 
 
 def verdict(calibration: Calibration) -> str:
@@ -184,5 +199,6 @@ def _as_json(calibration: Calibration) -> dict:
         "rows": [{"measure": row["measure"], "scored": row["scored"], "ranking": row["ranking"],
                   "constant": row["constant"].as_text("topics") if row.get("constant") else None,
                   **{against: {"rho": row[against].rho, "low": row[against].low, "high": row[against].high,
-                               "n": row[against].n} for against in ("rating", "intrusion")}} for row in calibration.rows],
+                               "n": row[against].n, "method": row[against].method}
+                     for against in ("rating", "intrusion")}} for row in calibration.rows],
     }

@@ -6,7 +6,8 @@ The endpoint is asked each study topic's category, each evaluation document's fi
 pair's order (:mod:`topicbench.core.metrics.proxann_questions`, the prompts of ``llm_fit`` and
 ``llm_rank``); the answers, people's and the released LLMs' are scored by
 :mod:`topicbench.core.metrics.proxann_agreement` (topic-ranking τ against people with SE and
-interval, per-document τ against people, NPMI's and C_V's τ, people's own) and
+bootstrap interval and ProxAnn's replay, per-document τ against people, NPMI's and C_V's τ, people's
+own) and
 :mod:`topicbench.core.metrics.alternative_annotator` (advantage probabilities). The run is an MLflow
 run of the experiment ``judge-calibration-proxann`` (apart from the word-level calibrations, which
 the report reads), tagged with the endpoint's model, with the tables and every request.
@@ -38,7 +39,10 @@ logger = logging.getLogger(__name__)
 #: The alternative annotator test's four cells: (level, answer).
 ALT_TEST_CELLS = (("document", "fit"), ("document", "rank"), ("topic", "fit"), ("topic", "rank"))
 #: The figures of an answer whose values are constant: not shown as agreement (see ``constant``).
-TAU_PARTS = ("tau", "se", "low", "high", "point", "document_tau")
+TAU_PARTS = ("tau", "se", "low", "high", "proxann_tau", "proxann_se", "document_tau")
+#: What is logged of each row of the endpoint's (``proxann.<answer>.<part>``) and of people's own
+#: τ (``proxann.people.<answer>.<part>``): the report reads them back.
+LOGGED_PARTS = ("tau", "se", "low", "high", "resamples", "n_topics", "proxann_tau", "proxann_se", "document_tau")
 
 
 @dataclass(frozen=True)
@@ -89,7 +93,8 @@ def calibrate_proxann(endpoint, settings: JudgeSettings, release, *, tracking_ur
     judges = {endpoint.model: answers, **{llm: seed_means(found[found["topic"].isin(kept)])
                                           for llm, found in release.llm_answers.items()}}
     evaluation = documents[documents["role"] == "evaluation"]
-    table = calibration_table(judges, people, evaluation, release.coherences[release.coherences["topic"].isin(kept)])
+    table = calibration_table(judges, people, evaluation, release.coherences[release.coherences["topic"].isin(kept)],
+                              seed=seed)
     advantage = pd.DataFrame([_advantage(name, answers_of, people) for name, answers_of in judges.items()])
     constant = {answer: constant_answers(answers[answer], answers["topic"]) for answer in ANSWERS}
     table, advantage = _not_measurable(table, advantage, endpoint.model, constant)
@@ -154,35 +159,50 @@ def _advantage(name: str, answers: pd.DataFrame, people: pd.DataFrame) -> dict:
 
 
 def format_proxann_table(calibration: ProxAnnCalibration) -> str:
-    """The calibration as text: per scorer, the topic-ranking τ (SE) [95%] of fit and rank
-    against people's, the mean per-document τ against people, and the advantage probabilities;
-    then what a constant answer gets, and, where the endpoint's answers are constant, that its
-    agreement is not measurable."""
-    header = ["scorer", "τ fit (SE) [95%]", "τ rank (SE) [95%]", "doc τ fit", "doc τ rank",
-              "adv doc fit", "adv doc rank", "adv topic fit", "adv topic rank"]
+    """The calibration as text: per scorer, the topic-ranking τ [95% bootstrap interval] of fit and
+    rank against people's, ProxAnn's protocol replayed (mean (SE) of its 50 resamples at seed 42),
+    the mean per-document τ against people, and the advantage probabilities; then how each figure
+    was made (n topics, resamples, people's dropped draws), what a constant answer gets, and,
+    where the endpoint's answers are constant, that its agreement is not measurable."""
+    header = ["scorer", "τ fit [95%]", "τ rank [95%]", "ProxAnn's protocol fit", "ProxAnn's protocol rank",
+              "doc τ fit", "doc τ rank", "adv doc fit", "adv doc rank", "adv topic fit", "adv topic rank"]
     lines = [header]
     advantage = calibration.advantage.set_index("judge") if len(calibration.advantage) else pd.DataFrame()
     for scorer, rows in calibration.table.groupby("scorer", sort=False):
         by_answer = rows.set_index("answer")
-        cells = [scorer] + [_tau_text(*by_answer.loc[answer, ["tau", "se", "low", "high"]])
-                            for answer in ("fit", "rank")]
-        cells += [_number(by_answer.loc[answer, "document_tau"]) for answer in ("fit", "rank")]
+        cells = [scorer] + [_tau_text(*by_answer.loc[answer, ["tau", "low", "high"]]) for answer in ANSWERS]
+        cells += [_replay_text(*by_answer.loc[answer, ["proxann_tau", "proxann_se"]]) for answer in ANSWERS]
+        cells += [_number(by_answer.loc[answer, "document_tau"]) for answer in ANSWERS]
         cells += [_number(advantage.loc[scorer, f"{level}_{answer}"]) if scorer in advantage.index else "–"
                   for level, answer in ALT_TEST_CELLS]
         if scorer == calibration.model:  # a constant answer's cells say so, not "–"
             flagged = [answer for answer, found in calibration.constant.items() if found is not None]
-            columns = list(ANSWERS) * 2 + [answer for _, answer in ALT_TEST_CELLS]
+            columns = list(ANSWERS) * 3 + [answer for _, answer in ALT_TEST_CELLS]
             cells = cells[:1] + ["not measurable" if answer in flagged else cell
                                  for cell, answer in zip(cells[1:], columns)]
         lines.append(cells)
     for scorer in [name for name in advantage.index if name not in set(calibration.table["scorer"])]:
-        lines.append([scorer] + ["–"] * 4 + [_number(advantage.loc[scorer, f"{level}_{answer}"])
+        lines.append([scorer] + ["–"] * 6 + [_number(advantage.loc[scorer, f"{level}_{answer}"])
                                              for level, answer in ALT_TEST_CELLS])
-    own = [calibration.people[answer] for answer in ("fit", "rank")]
-    lines.append(["people (left out)"] + [_tau_text(tau.mean, tau.se, tau.low, tau.high) for tau in own] + ["–"] * 6)
+    own = [calibration.people[answer] for answer in ANSWERS]
+    lines.append(["people (one left out)"] + [_people_text(tau) for tau in own] + ["–"] * 8)
     widths = [max(len(line[c]) for line in lines) for c in range(len(header))]
     table = "\n".join("  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip() for line in lines)
-    return "\n".join([table, *constant_answer_notes(calibration)])
+    return "\n".join([table, *method_notes(calibration), *constant_answer_notes(calibration)])
+
+
+def method_notes(calibration: ProxAnnCalibration) -> list:
+    """How the figures were made: the headline τ's topics, resamples and method; ProxAnn's
+    replay named as such; people's spread named for what it is, with the dropped draws counted."""
+    shown = calibration.table[calibration.table["resamples"] > 0]
+    methods = sorted(set(shown["method"])) if len(shown) else []
+    notes = [f"τ: Kendall's τ over topics on the data as given, [95% interval]: {'; '.join(methods) or 'none'}. "
+             "ProxAnn's protocol: mean (SE) of 50 resamples at seed 42, a replay of one seed's draw, not the figure."]
+    people = calibration.people
+    draws = ", ".join(f"{answer}: {tau.dropped_text()}" for answer, tau in people.items())
+    notes.append(f"people (one left out): mean τ over draws of who is left out (spread over which person is left out, "
+                 f"not an SE) [middle 95% of the draws]; {draws}.")
+    return notes
 
 
 def constant_answer_notes(calibration: ProxAnnCalibration) -> list:
@@ -214,8 +234,19 @@ def _track_constant_answers(client, run_id: str, calibration: ProxAnnCalibration
             client.log_metric(run_id, f"proxann.{answer}.constant_share", found.share)
 
 
-def _tau_text(tau: float, se: float, low: float, high: float) -> str:
-    return "–" if math.isnan(tau) else f"{tau:+.2f} ({se:.2f}) [{low:+.2f}, {high:+.2f}]"
+def _tau_text(tau: float, low: float, high: float) -> str:
+    return "–" if math.isnan(tau) else f"{tau:+.2f} [{low:+.2f}, {high:+.2f}]"
+
+
+def _replay_text(mean: float, se: float) -> str:
+    return "–" if math.isnan(mean) else f"{mean:+.2f} ({se:.2f})"
+
+
+def _people_text(tau) -> str:
+    if math.isnan(tau.mean):
+        return "–"
+    spread = "" if math.isnan(tau.spread) else f" (spread {tau.spread:.2f})"
+    return f"{tau.mean:+.2f}{spread} [{tau.low:+.2f}, {tau.high:+.2f}]"
 
 
 def _number(value) -> str:
@@ -224,7 +255,7 @@ def _number(value) -> str:
 
 def _track(calibration: ProxAnnCalibration, endpoint, settings: JudgeSettings, records: list,
            tracking_uri: str) -> str:
-    """The calibration as an MLflow run: τ, SE and advantages as metrics, the tables, answers
+    """The calibration as an MLflow run: τ, its interval, ProxAnn's replay and advantages as metrics, the tables, answers
     and requests as artifacts, the requests as traces."""
     from mlflow.entities import Param
     from mlflow.tracking import MlflowClient
@@ -248,11 +279,12 @@ def _track(calibration: ProxAnnCalibration, endpoint, settings: JudgeSettings, r
     client.log_batch(run_id, params=[Param(str(k)[:250], str(v)[:6000]) for k, v in params.items()])
     own = calibration.table[calibration.table["scorer"] == endpoint.model]
     for row in own.itertuples():
-        for part in ("tau", "se", "low", "high", "document_tau"):
+        for part in LOGGED_PARTS:
             if math.isfinite(getattr(row, part)):
                 client.log_metric(run_id, f"proxann.{row.answer}.{part}", getattr(row, part))
     for answer, tau in calibration.people.items():  # people's own τ: what the judge's is read against
-        for part, value in (("tau", tau.mean), ("se", tau.se), ("low", tau.low), ("high", tau.high)):
+        for part, value in (("tau", tau.mean), ("spread", tau.spread), ("low", tau.low), ("high", tau.high),
+                            ("draws", tau.draws), ("dropped", tau.dropped)):
             if math.isfinite(value):
                 client.log_metric(run_id, f"proxann.people.{answer}.{part}", value)
     advantages = calibration.advantage.set_index("judge")

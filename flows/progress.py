@@ -37,7 +37,8 @@ class BenchmarkProgress:
 
     def __init__(self, total: int, *, clock=time.monotonic):
         self.total, self.done, self.failed = int(total), 0, 0
-        self.running: dict = {}  # label -> (step, total, loss) or None before the first step
+        # label -> (step, total, loss); a phase's name before the first step (or while scoring); None
+        self.running: dict = {}
         self._clock = clock
         self._started = clock()
         self._lock = threading.Lock()
@@ -50,6 +51,13 @@ class BenchmarkProgress:
         with self._lock:
             if label in self.running:  # not a late event of a fit whose run has ended
                 self.running[label] = (step, total, loss)
+
+    def fit_phase(self, label: str, phase: str) -> None:
+        """The fit is in ``phase`` (no step count: "embedding documents", "fitting", or, once
+        trained, "scoring <metric>"), shown in place of its step."""
+        with self._lock:
+            if label in self.running:  # not a late event of a run that has ended
+                self.running[label] = str(phase)
 
     def fit_ended(self, label: str) -> None:
         """The fit is trained; its run is being scored and logged until :meth:`run_done`."""
@@ -85,11 +93,12 @@ class BenchmarkProgress:
         with self._lock:
             running = dict(self.running)
         parts = [f"runs {self.done}/{self.total} done" + (f" ({self.failed} failed)" if self.failed else "")]
-        fitting = {label: state for label, state in running.items() if state != SCORING}
+        fitting = {label: state for label, state in running.items() if not _scoring(state)}
         if fitting:
             parts.append("fitting " + ", ".join(_fit_text(label, state) for label, state in fitting.items()))
         if len(fitting) < len(running):
-            parts.append("scoring " + ", ".join(label for label, state in running.items() if state == SCORING))
+            parts.append("scoring " + ", ".join(label + ("" if state == SCORING else f" ({state[len(SCORING):].strip()})")
+                                                 for label, state in running.items() if _scoring(state)))
         left = self.seconds_left()
         parts.append(f"{format_duration(self.elapsed())} elapsed, "
                      + ("time left unknown until some work is done" if left is None else f"~{format_duration(left)} left"))
@@ -103,16 +112,23 @@ class BenchmarkProgress:
 def _share_done(state) -> float | None:
     """A running run's share of its work done: its fit's steps, all of it once it is scored;
     None before the fit's first step."""
-    if state == SCORING:
+    if _scoring(state):
         return 1.0
-    if state is None or state[1] <= 0:
+    if state is None or isinstance(state, str) or state[1] <= 0:
         return None
     return min(state[0] / state[1], 1.0)
+
+
+def _scoring(state) -> bool:
+    """Whether a run's state is its scoring: :data:`SCORING`, or the phase "scoring <metric>"."""
+    return isinstance(state, str) and (state == SCORING or state.startswith(SCORING + " "))
 
 
 def _fit_text(label: str, state) -> str:
     if state is None:
         return label
+    if isinstance(state, str):  # a phase without a step count yet
+        return f"{label} {state}"
     step, total, loss = state
     return f"{label} {step}/{total}" + ("" if loss is None else f" loss {loss:.4g}")
 

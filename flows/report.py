@@ -21,6 +21,7 @@ from topicbench.core.io import file_name_for
 from topicbench.tasks.report.parts import ReportData
 from topicbench.tasks.report.sections import DEFAULT_REPORT_SECTIONS, REPORT_SECTIONS, build_report
 from topicbench.tasks.results.sources import RunSource, StoreSource
+from topicbench.tasks.report.k_curves import K_SECTION
 from topicbench.tasks.report.summary import k_differences
 from topicbench.tasks.report.write import write_report
 
@@ -91,9 +92,10 @@ def report_from(source: RunSource, folder: str | None = None, *, command: str, n
     folder = folder or str(default_report_folder(source.experiment))
     # the runs' outputs are read only for a report that shows their stability (a download per run)
     stability = source.stability(runs) if "stability" in sections else None
+    data_settings = source.data_and_settings() if "data_and_settings" in sections else None
     data = ReportData(runs=runs, experiment=source.experiment, command=command, config=config, notes=notes,
-                      stability=stability, **_judge_calibrations(source, config, runs))
-    if "summary" in sections:  # each topic's scores are read only where models side by side differ in K
+                      stability=stability, data_settings=data_settings, **_judge_calibrations(source, config, runs))
+    if K_SECTION in sections:  # each topic's scores are read only where models side by side differ in K
         unequal = k_differences(runs, models=data.models, corpora=data.corpora)
         data = replace(data, topic_scores=source.topic_scores(runs, unequal) if unequal else None)
     written = write_report(build_report(data, sections), data, folder)

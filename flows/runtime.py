@@ -1,9 +1,12 @@
 """Where flows run: Prefect without a server of the user's, and Dask task runners.
 
-Prefect 3 runs flows without a server by starting a temporary one. Dask worker *processes* would
-each start their own unless ``PREFECT_API_URL`` points at a real one, so unless the user set
-``PREFECT_API_URL`` we start one API server for the whole benchmark (on 127.0.0.1) and hand its
-URL to the flow and to every worker through the environment. We start it ourselves, rather than
+Prefect 3 runs flows without a server by starting a temporary one (its in-process "ephemeral"
+mode of Prefect 2 is gone: ``get_client`` starts a uvicorn subprocess). A server that
+``topicbench server start`` keeps running (:mod:`.prefect_server`) is used when there is one: no
+start to wait for. Dask worker *processes* would each start their own unless ``PREFECT_API_URL``
+points at a real one, so unless the user set ``PREFECT_API_URL`` or keeps a server we start one
+API server for the whole benchmark (on 127.0.0.1) and hand its URL to the flow and to every worker
+through the environment. We start it ourselves, rather than
 letting Prefect start its ephemeral one, to wait for it patiently, retry a failed start once, and
 tie its life to ours: on Linux it dies with this process even on SIGKILL (``PR_SET_PDEATHSIG``).
 Dask's local worker processes already exit when their parent dies. The server starts in a
@@ -27,6 +30,7 @@ from collections.abc import Callable
 from topicbench.core.dask_cluster import local_cluster_options
 
 from .console import CONSOLE
+from .prefect_server import running_server
 
 logger = logging.getLogger(__name__)
 
@@ -83,6 +87,14 @@ def shared_prefect_server(workers_need_it: bool, meanwhile: Callable[[], object]
         with _environment("PREFECT_API_URL", configured if workers_need_it else os.environ.get("PREFECT_API_URL")):
             yield configured
         return
+    kept = running_server()
+    if kept is not None:  # `topicbench server start`'s: no temporary server to wait for
+        logger.info("using the Prefect server at %s (`topicbench server`)", kept, extra=CONSOLE)
+        if meanwhile is not None:
+            meanwhile()
+        with _pointed_at(kept):
+            yield kept
+        return
     owner = _start_while(meanwhile or (lambda: None))
     try:
         server = owner.server()
@@ -108,7 +120,8 @@ def start_prefect_server(timeout: float):
     home.mkdir(parents=True, exist_ok=True)
     errors = []
     # on the console: the start takes a while (seconds to minutes on a fresh PREFECT_HOME)
-    logger.info("starting a temporary Prefect API server (to use your own, set PREFECT_API_URL)", extra=CONSOLE)
+    logger.info("starting a temporary Prefect API server (`topicbench server start` keeps one running for later "
+                "commands; to use your own, set PREFECT_API_URL)", extra=CONSOLE)
     for attempt in (1, 2):
         server = _guarded_server_class()()
         try:
@@ -244,18 +257,27 @@ def _serving(server):
     """Point this process's Prefect settings, its environment (for worker processes) and Prefect's
     own default-server slot at ``server`` for the block, so nothing starts a second server."""
     from prefect.server.api.server import SubprocessASGIServer
-    from prefect.settings import PREFECT_API_URL, temporary_settings
 
     previous_default = SubprocessASGIServer._instances.get(None)
     SubprocessASGIServer._instances[None] = server
     try:
-        with _environment("PREFECT_API_URL", server.api_url), temporary_settings(updates={PREFECT_API_URL: server.api_url}):
+        with _pointed_at(server.api_url):
             yield
     finally:
         if previous_default is None:
             SubprocessASGIServer._instances.pop(None, None)
         else:
             SubprocessASGIServer._instances[None] = previous_default
+
+
+@contextlib.contextmanager
+def _pointed_at(api_url: str):
+    """This process's Prefect settings and its environment (for worker processes) pointed at
+    ``api_url`` for the block."""
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    with _environment("PREFECT_API_URL", api_url), temporary_settings(updates={PREFECT_API_URL: api_url}):
+        yield
 
 
 @contextlib.contextmanager
@@ -303,8 +325,59 @@ def task_runner(workers: int, scheduler: str | None):
     if workers > 1:
         from prefect_dask import DaskTaskRunner
 
-        return DaskTaskRunner(cluster_kwargs=local_cluster_options(workers))
+        options = local_cluster_options(workers)
+        options["preload"] = [*options["preload"], __name__]  # dask_teardown, below, in each worker
+        return _patient_local_dask_runner()(cluster_kwargs=options)
     return _interruptible_thread_runner()(max_workers=1)
+
+
+#: Seconds a local cluster's worker process may take to exit once asked before it is killed.
+#: Dask's own close gives it 4 s (its nannies' default), less than a worker process that has
+#: imported Prefect, torch and numba takes to finalise on a busy machine: every run then ended with
+#: two "distributed.nanny: Worker process still alive after 4.0 seconds, killing".
+WORKER_EXIT_SECONDS = 30.0
+
+
+@functools.lru_cache(maxsize=1)
+def _patient_local_dask_runner():
+    """prefect-dask's DaskTaskRunner that, before closing the local cluster it started, asks every
+    worker process to close and waits up to :data:`WORKER_EXIT_SECONDS` for each to exit (all at
+    once), so none is killed; then closes its client and the cluster as before (with no process
+    left to stop). A copy of the runner on a worker (Prefect sends it along) holds no cluster:
+    there it closes as prefect-dask's does."""
+    from prefect_dask import DaskTaskRunner
+
+    class PatientLocalDaskTaskRunner(DaskTaskRunner):
+        def __exit__(self, *args):
+            cluster = self._cluster if self._client is not None else None
+            if cluster is not None and getattr(cluster, "workers", None):
+                try:
+                    cluster.sync(close_worker_processes, list(cluster.workers.values()), WORKER_EXIT_SECONDS)
+                except Exception as error:  # noqa: BLE001 (Dask's own close below still stops them)
+                    logger.debug("closing the local workers first failed: %s", error)
+            super().__exit__(*args)
+
+    return PatientLocalDaskTaskRunner
+
+
+async def dask_teardown(worker) -> None:
+    """Dask's preload hook, run in each local worker process as it closes: send the events and
+    logs Prefect still queues there while the API server runs, off the worker's event loop (where
+    Prefect's drain would only return a coroutine); otherwise Prefect sends them at exit and says
+    "EventsWorker: Still processing items" on the console after the command's last line. That
+    line, which the drain itself logs while it waits, is kept off the console here."""
+    import asyncio
+
+    logging.getLogger("EventsWorker").setLevel(logging.ERROR)  # the process is closing: nothing else sends
+    await asyncio.get_running_loop().run_in_executor(None, _drain_prefect_workers, 5.0)
+
+
+async def close_worker_processes(nannies, seconds: float) -> None:
+    """Close each of a local cluster's ``nannies`` (its worker process), all at once, giving each
+    process ``seconds`` to exit (a nanny waits 80% of its timeout before killing)."""
+    import asyncio
+
+    await asyncio.gather(*(nanny.close(timeout=seconds / 0.8, reason="benchmark-done") for nanny in nannies))
 
 
 @functools.lru_cache(maxsize=1)

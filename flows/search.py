@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from prefect import flow, get_run_logger
 
 from topicbench.core.search_space import STABILITY, point_label, point_model
-from topicbench.tasks.run.corpus import check_topics_fit, corpus_splits, load_corpus
+from topicbench.tasks.run.corpus import check_topics_fit, coherence_references, corpus_splits, load_corpus
 from topicbench.tasks.store.spool import Spool
 from topicbench.tasks.search.study import ModelStudy, check_storage, open_storage, study_name
 from topicbench.tasks.store.checks import (
@@ -103,6 +103,7 @@ def _search(config: BenchmarkConfig, plan: SearchPlan, storage_url: str, tracker
         counts.corpus_reads += 1
         plan.check_corpus(spec.name, *splits[spec.name])
     check_topics_fit(splits, plan.largest_num_topics(config.models))
+    coherence_references(config, splits)  # a reference a corpus cannot give fails here, before any fit
     storage = open_storage(storage_url)
     studies = {
         (corpus.name, model.name): (corpus, model, ModelStudy(

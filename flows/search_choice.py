@@ -8,7 +8,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from topicbench.core.search_space import point_complexity, point_label, point_model, point_text
+from topicbench.core.metrics.stats import ALPHA, DETERMINISTIC, seed_interval
+from topicbench.core.search_space import STABILITY, point_complexity, point_label, point_model, point_text
 from topicbench.core.selection import PointSummary, beyond_noise, one_standard_error_choice, summarise_scores
 from topicbench.tasks.report.study import chosen_config_name
 from topicbench.tasks.search.study import ModelStudy
@@ -86,6 +87,11 @@ def choose(plan: SearchPlan, corpus: str, label: str, study: ModelStudy) -> Mode
     if len(scored) == 1:
         point = scored[0]["point"]
         return ModelChoice(corpus, label, point, point, "a single point was searched", (), trials)
+    if primary.key == STABILITY and all(row["deterministic"] for row in scored):
+        point = min((row["point"] for row in scored), key=point_complexity)
+        return ModelChoice(corpus, label, point, None, f"stability does not apply ({DETERMINISTIC}: its seeds gave "
+                           "the same fit, so no setting is more stable than another); the simplest point searched",
+                           (), trials)
     points = [(row["point"], row["per_seed"][primary.key]) for row in scored]
     choice = one_standard_error_choice(points, higher_is_better=primary.higher_is_better, complexity=point_complexity,
                                        log_messages=False)  # the command prints them under the model's choice
@@ -93,7 +99,8 @@ def choose(plan: SearchPlan, corpus: str, label: str, study: ModelStudy) -> Mode
     direction = "above" if primary.higher_is_better else "below"
     rule = (f"the simplest point whose mean {primary.key} is within one standard error of the best "
             f"(best mean {best.mean:.4g}, se {best.se:.2g}, at {point_text(choice.best)}: {direction} {choice.threshold:.4g})"
-            if choice.rule_applied else f"the best mean {primary.key} (one seed: no standard error)")
+            if choice.rule_applied else f"the best mean {primary.key} ("
+            + (f"{DETERMINISTIC}: no standard error)" if best.deterministic else "one seed: no standard error)"))
     return ModelChoice(corpus, label, dict(choice.choice), dict(choice.best), rule, tuple(choice.messages), trials)
 
 
@@ -102,10 +109,14 @@ def _trial_row(plan: SearchPlan, trial) -> dict:
                 for key, values in trial.user_attrs.get("per_seed", {}).items()}
     row = {"number": trial.number, "state": trial.state.name, "point": dict(trial.params), "per_seed": per_seed,
            "seeds": trial.user_attrs.get("seeds", []), "run_ids": trial.user_attrs.get("run_ids", []),
-           "fit_seconds": trial.user_attrs.get("fit_seconds", [])}
+           "fit_seconds": trial.user_attrs.get("fit_seconds", []),
+           "deterministic": bool(trial.user_attrs.get("deterministic", False))}
     for objective in plan.objectives:
         values = [v for v in per_seed.get(objective.key, []) if math.isfinite(v)]
         row[objective.key] = sum(values) / len(values) if values else math.nan
+    if row["state"] == "FAIL" and row["deterministic"] and all(
+            math.isfinite(row[o.key]) for o in plan.objectives if o.key != STABILITY):
+        row["state"] = "COMPLETE"  # failed in the study only for a stability that does not apply to identical fits
     return row
 
 
@@ -175,10 +186,11 @@ class Recommendation:
     """What to use on one corpus, across its models.
 
     Each model stands at its chosen setting (the one-standard-error rule, :func:`choose`); the
-    recommendation is the one with the best mean of the first objective. A runner-up's mean is
-    within one standard error of the difference (√(se₁² + se₂²)) of it: the seeds cannot tell the
-    two apart. A disagreement is a trial of any model and setting that beats the recommendation on
-    some objective by more than that.
+    recommendation is the one with the best mean of the first objective. A runner-up is not told
+    apart from it by Welch's t-test over seeds at α = 0.05 (:func:`~topicbench.core.selection.beyond_noise`,
+    the report's test; against a deterministic model, the one-sample t of the other's seeds). A
+    disagreement is a trial of any model and setting that beats the recommendation on some
+    objective by that test.
 
     Attributes
     ----------
@@ -193,7 +205,7 @@ class Recommendation:
     runners_up : tuple of (label, point, PointSummary)
         Models within noise of it, best first.
     undecided : tuple of (label, point, PointSummary)
-        Models it cannot be told from because one side has no standard error (one finite score).
+        Models it cannot be tested against: one finite score on a side, or both deterministic.
     disagreements : tuple of str
         One sentence per trial that beats it on some objective beyond noise (its best on each).
     """
@@ -209,12 +221,13 @@ class Recommendation:
 
     @property
     def rule(self) -> str:
-        return (f"each model at its chosen setting; of these, the best mean {self.objective}; a runner-up differs "
-                "from it by no more than one standard error of the difference, √(se₁² + se₂²), so the seeds "
-                "cannot tell them apart")
+        return (f"each model at its chosen setting; of these, the best mean {self.objective}; a runner-up is not "
+                f"told apart from it by Welch's t-test over seeds at α = {ALPHA:g} (against a deterministic model, the "
+                "one-sample t of the other's seeds); ± is the half-width of the 95% Student-t interval over the seeds")
 
     def headline(self) -> str:
-        """The recommendation in a line, e.g. ``use gibbs_lda at K=10 (npmi@10 mean 0.12, se 0.01, 3 seeds)``."""
+        """The recommendation in a line, e.g. ``use gibbs_lda at K=10 (npmi@10 mean 0.12 ± 0.025, 95% Student-t
+        interval, n = 3 seeds)``."""
         if self.label is None:
             return "no recommendation: no model has a finished trial"
         text = f"use {self.label} at {point_text(self.point)} ({self.objective} {_mean_se(self.summary)})"
@@ -222,7 +235,7 @@ class Recommendation:
             text += "; within noise of it: " + ", ".join(f"{label} at {point_text(point)} ({_mean_se(summary)})"
                                                         for label, point, summary in self.runners_up)
         if self.undecided:
-            text += "; not told apart (one seed, no se): " + ", ".join(
+            text += "; not testable against it (one seed, or both deterministic): " + ", ".join(
                 f"{label} at {point_text(point)}" for label, point, _ in self.undecided)
         return text
 
@@ -276,8 +289,15 @@ def _disagreements(plan: SearchPlan, choices: list, label: str, point: dict) -> 
 
 
 def _mean_se(summary: PointSummary) -> str:
-    spread = f", se {summary.se:.2g}" if math.isfinite(summary.se) else ", no se"
-    return f"mean {summary.mean:.4g}{spread}, {summary.n} seed{'s' if summary.n != 1 else ''}"
+    """A mean over seeds with its interval labelled (:func:`~topicbench.core.metrics.stats.seed_interval`):
+    ``mean 0.12 ± 0.025, 95% Student-t interval, n = 3 seeds``; never an se of 0."""
+    interval = seed_interval(summary.scores)
+    if interval.has_interval:
+        half = interval.high - interval.mean
+        return f"mean {summary.mean:.4g} ± {half:.2g}, {interval.level:.0%} Student-t interval, n = {summary.n} seeds"
+    seeds = f"{summary.n} seed{'s' if summary.n != 1 else ''}"
+    return f"mean {summary.mean:.4g}, " + (f"{DETERMINISTIC} ({seeds})" if interval.deterministic
+                                          else f"{seeds}: no interval under 3")
 
 
 # -- the chosen configs ----------------------------------------------------------------------------

@@ -137,6 +137,9 @@ class SearchPlan:
         for spec in config.models:
             model_class = models.get(spec.model)
             space = self.space_of(spec.name)
+            if spec.matched_label is not None:  # a trial's K would depend on another model's trial
+                raise InputError(f"{where}: model {spec.name!r} has num_topics: {{match: {spec.matched_label}}}, which "
+                                 "topicbench run fits and a search does not: give it a K, or search its num_topics")
             if space is not None:
                 for name in space.names:
                     if name != NUM_TOPICS and name not in model_class.defaults:
@@ -179,6 +182,8 @@ def objective_problem(key: str, model_class, spec) -> str | None:
         return f"{metric.name} needs a topic per token, which {spec.model} does not assign"
     if "heldout" in metric.needs and not model_class.supports_transform:
         return f"{metric.name} needs the topics of held-out documents, which {spec.model} cannot infer"
+    if "probability_model" in metric.needs and getattr(model_class, "not_a_probability_model", ""):
+        return f"{metric.name} needs a probability model of words; {spec.model}: {model_class.not_a_probability_model}"
     return None
 
 

@@ -21,7 +21,7 @@ logger = logging.getLogger(__name__)
 @contextlib.contextmanager
 def showing_worker_progress(listener):
     """For the block, pass the progress events of the fits on the flow's Dask workers to
-    ``listener`` (``fit_started``, ``fit_advanced``, ``fit_ended``); nothing where the flow's task
+    ``listener`` (``fit_started``, ``fit_advanced``, ``fit_phase``, ``fit_ended``); nothing where the flow's task
     runner is not Dask."""
     client = _flow_dask_client()
     if client is None:
@@ -44,6 +44,8 @@ def forward_event(listener, message) -> None:
             listener.fit_started(label)
         elif event == "advanced":
             listener.fit_advanced(label, int(message["step"]), int(message["total"]), message.get("loss"))
+        elif event == "phase":
+            listener.fit_phase(label, str(message["phase"]))
         elif event == "ended":
             listener.fit_ended(label)
     except (KeyError, TypeError, ValueError) as error:

@@ -3,7 +3,8 @@ own process, or forwarded from a Dask worker)."""
 
 
 class Recorder:
-    """``events``: ("started", label), ("step", label, step, total), ("ended", label), in order."""
+    """``events``: ("started", label), ("step", label, step, total), ("phase", label, phase),
+    ("ended", label), in order."""
 
     def __init__(self):
         self.events = []
@@ -13,6 +14,9 @@ class Recorder:
 
     def fit_advanced(self, label, step, total, loss=None):
         self.events.append(("step", label, step, total))
+
+    def fit_phase(self, label, phase):
+        self.events.append(("phase", label, phase))
 
     def fit_ended(self, label):
         self.events.append(("ended", label))

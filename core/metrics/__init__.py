@@ -16,10 +16,15 @@ module                    what
 ``llm_documents``         document-level LLM judges against θ: fit and rank (ProxAnn)
 ``llm_document_prompts``  ProxAnn's prompts as requests to the judge, and its replies read
 ``stats``                 mean, sd and paired tests across seeds
-``stability``             topic stability across seeds (Hungarian matching on JS / RBO), chance level
+``bootstrap``             percentile bootstrap of agreement statistics: paired items or whole clusters
+``prevalence``            one number per model at unequal K: the prevalence-weighted mean, top-k means
+``stability``             topic stability across seeds (Hungarian matching on JS / RBO); deterministic fits
+``stability_chance``      a stability's permutation test against its chance level (shuffled topics)
 ``registry``              ``METRICS``: every metric by name, its needs and direction
 ``context``               ``MetricInputs`` (frozen), ``MetricContext`` (per corpus, caches), ``MetricRun``
 ``needs``                 whether a metric applies; ``MetricNotApplicable``
+``ranges``                ``ValidRange``: the values each metric can take and the baseline it must beat
+``validity``              ``value_problem``, ``unranked_reason``: why a value cannot be ranked
 ``scoring``               ``score``: the scores of one output and the skipped metrics with reasons
 ========================  ===============================================================
 """

@@ -6,6 +6,12 @@ Wikitext and the New York Times, each with its top 20 words, the mean of people'
 the share of people who found the intruder, and the automated coherences Hoyle et al. computed
 (``all_data.json`` of ``ahoho/topics``; ``topicbench data fetch hoyle2021``). Stammbach et al.
 (EMNLP 2023) compared LLM judges with these the same way: ρ over topics, bootstrapped.
+
+The 300 topics are 6 groups of 50 (2 datasets × 3 models): topics of one model on one dataset
+share its vocabulary, its quality and people's rating session, so they are not independent. The
+bootstrap resamples those (dataset, model) clusters whole, not topics (with 6 clusters, a wide
+interval: what the design supports); a file with a single group is resampled by topic, and says
+that it treats the topics as independent.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from ..io import check_regular_file, read_text
+from .bootstrap import BOOTSTRAP_RESAMPLES, MIN_CLUSTERS, cluster_resamples, paired_resamples, percentile_interval
 from ..validation import InputError
 
 #: The automated coherences of the file reported beside an LLM's scores: key -> name.
@@ -191,12 +198,14 @@ def _kind(value) -> str:
 @dataclass(frozen=True)
 class Correlation:
     """Spearman's ρ of a score against people's judgments over ``n`` topics, with a percentile
-    bootstrap interval (topics resampled with replacement)."""
+    bootstrap interval; ``method`` says what was resampled ((dataset, model) clusters, or topics
+    treated as independent) and how often."""
 
     rho: float
     low: float
     high: float
     n: int
+    method: str = ""
 
     @property
     def weak(self) -> bool:
@@ -241,26 +250,54 @@ def constant_answers(values, groups=None, *, share: float = CONSTANT_SHARE) -> C
     return ConstantAnswers(float(frame["value"].mode().iloc[0]), found, len(frame))
 
 
-def spearman_interval(scores, human, rng: np.random.Generator, *, draws: int = 1000, level: float = 0.95) -> Correlation:
+#: What a bootstrap over single topics is called: they are resampled as if independent.
+INDEPENDENT_TOPICS = "topics, treated as independent"
+
+
+def spearman_interval(scores, human, rng: np.random.Generator, *, draws: int = BOOTSTRAP_RESAMPLES,
+                      level: float = 0.95, clusters=None) -> Correlation:
     """Spearman's ρ of ``scores`` against ``human`` over the topics where both are known, and its
-    ``level`` percentile bootstrap interval from ``draws`` resamples of those topics."""
+    ``level`` percentile bootstrap interval from ``draws`` resamples.
+
+    With ``clusters`` (one label per topic, e.g. its (dataset, model)) and at least
+    :data:`~.bootstrap.MIN_CLUSTERS` of them among the known topics, whole clusters are
+    resampled; otherwise topics are, and ``method`` says they are treated as independent.
+    """
     from scipy.stats import spearmanr
 
     x, y = np.asarray(scores, dtype=np.float64), np.asarray(human, dtype=np.float64)
     known = np.isfinite(x) & np.isfinite(y)
+    if clusters is not None and len(clusters) != len(x):
+        raise InputError(f"spearman_interval: {len(clusters)} cluster labels for {len(x)} topics; give one per topic")
     x, y = x[known], y[known]
     if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
         return Correlation(math.nan, math.nan, math.nan, int(len(x)))
     rho = float(spearmanr(x, y).statistic)
-    picks = rng.integers(0, len(x), size=(draws, len(x)))
-    resampled = [spearmanr(x[p], y[p]).statistic for p in picks if np.ptp(x[p]) > 0 and np.ptp(y[p]) > 0]
-    low, high = np.nanquantile(resampled, [(1 - level) / 2, (1 + level) / 2]) if resampled else (math.nan, math.nan)
-    return Correlation(rho, float(low), float(high), int(len(x)))
+    labels = None if clusters is None else [str(label) for label, kept in zip(clusters, known) if kept]
+    grouped = labels is not None and len(set(labels)) >= MIN_CLUSTERS
+    if grouped:
+        picks, unit, units = cluster_resamples(labels, draws, rng), "(dataset, model) clusters", len(set(labels))
+    else:
+        why = "no (dataset, model) grouping" if labels is None else f"{len(set(labels))} (dataset, model) group(s)"
+        picks, unit, units = paired_resamples(len(x), draws, rng), f"{INDEPENDENT_TOPICS} ({why})", len(x)
+    resampled = [spearmanr(x[p], y[p]).statistic if np.ptp(x[p]) > 0 and np.ptp(y[p]) > 0 else math.nan
+                 for p in picks]
+    interval = percentile_interval(resampled, units, unit, level)
+    method = interval.method + (f", {len(x)} topics" if grouped else "")
+    return Correlation(rho, interval.low, interval.high, int(len(x)), method)
+
+
+#: How the models' ranking τ is to be read: over a few models it takes a few values, and an
+#: interval over them would say little, so it is descriptive.
+RANKING_TAU_READING = ("τ models: Kendall's τ between the models ordered by the measure and by people's mean rating, "
+                       "per dataset: descriptive, over {models} models (with 3, τ is -1, -1/3, 1/3 or 1; one swapped "
+                       "pair moves it by 2/3), no interval")
 
 
 def model_ranking_agreement(topics, scores) -> dict:
     """Per dataset: Kendall's τ between the models ranked by their mean ``scores`` and ranked by
-    people's mean rating (1: the same order; -1: reversed), and both orders, best first."""
+    people's mean rating (1: the same order; -1: reversed), both orders, best first, and the
+    number of ``models`` (the τ is descriptive: see :data:`RANKING_TAU_READING`)."""
     from scipy.stats import kendalltau
 
     scores = np.asarray(scores, dtype=np.float64)
@@ -277,13 +314,16 @@ def model_ranking_agreement(topics, scores) -> dict:
             "tau": tau,
             "by_score": [m for _, m in sorted(zip(by_score, models), key=lambda pair: -pair[0] if math.isfinite(pair[0]) else math.inf)],
             "by_people": [m for _, m in sorted(zip(by_people, models), key=lambda pair: -pair[0])],
+            "models": len(models),
         }
     return agreement
 
 
-def calibration_table(topics, scores_by_measure: dict, rng: np.random.Generator, *, draws: int = 1000) -> list:
+def calibration_table(topics, scores_by_measure: dict, rng: np.random.Generator, *,
+                      draws: int = BOOTSTRAP_RESAMPLES) -> list:
     """One row per measure (the LLM's and the file's automated ones): ρ against people's ratings
-    and intrusion accuracy with intervals, and the model-ranking agreement per dataset; and
+    and intrusion accuracy with intervals (a bootstrap of the topics' (dataset, model) clusters,
+    :func:`spearman_interval`), and the model-ranking agreement per dataset; and
     ``constant``, a :class:`ConstantAnswers` where a judge's scores (``scores_by_measure``, not
     the file's coherences, whose scale the rounding does not fit) are (nearly) all one value,
     whose ρ and τ are then NaN: not measurable (None where they vary)."""
@@ -294,6 +334,7 @@ def calibration_table(topics, scores_by_measure: dict, rng: np.random.Generator,
             measures.setdefault(name, values)
     ratings = [topic.human_rating for topic in topics]
     intrusion = [topic.human_intrusion for topic in topics]
+    clusters = [(topic.dataset, topic.model) for topic in topics]
     rows = []
     for name, values in measures.items():
         constant = constant_answers(values) if name in scores_by_measure else None
@@ -305,8 +346,8 @@ def calibration_table(topics, scores_by_measure: dict, rng: np.random.Generator,
             continue
         rows.append({
             "measure": name,
-            "rating": spearman_interval(values, ratings, rng, draws=draws),
-            "intrusion": spearman_interval(values, intrusion, rng, draws=draws),
+            "rating": spearman_interval(values, ratings, rng, draws=draws, clusters=clusters),
+            "intrusion": spearman_interval(values, intrusion, rng, draws=draws, clusters=clusters),
             "ranking": model_ranking_agreement(topics, values),
             "scored": int(np.isfinite(np.asarray(values, dtype=np.float64)).sum()),
             "constant": None,

@@ -41,8 +41,10 @@ from .coherence_measures import SMOOTHINGS, get_measure
 
 #: A measure's score over the in-reference words is tracked as ``<measure>_in_reference@N``...
 IN_REFERENCE = "_in_reference"
-#: ... and the number of topics it averages as ``<measure>_in_reference_topics@N``.
+#: ... and the number of topics it averages as ``<measure>_in_reference_topics@N``...
 IN_REFERENCE_TOPICS = "_in_reference_topics"
+#: ... and the number of top-N words (over all topics) the reference lacks as ``<measure>_in_reference_dropped@N``.
+IN_REFERENCE_DROPPED = "_in_reference_dropped"
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,8 @@ class InReferenceScores:
     words_kept : dict of int -> ndarray of int64 (n_topics,)
         How many of each topic's top N words the reference has.
     settings : dict
+    words_dropped : dict of int -> int
+        How many of the topics' top N words (all topics together) the reference lacks.
     """
 
     metric: str
@@ -67,6 +71,7 @@ class InReferenceScores:
     per_topic: dict
     words_kept: dict
     settings: dict = field(default_factory=dict)
+    words_dropped: dict = field(default_factory=dict)
 
     def scored(self, n: int) -> np.ndarray:
         """Which topics are scored at N (enough of their top N words are in the reference)."""
@@ -82,11 +87,14 @@ class InReferenceScores:
                 for n, values in self.per_topic.items()}
 
     def as_dict(self) -> dict:
-        """``{"<metric>_in_reference@N": mean, "<metric>_in_reference_topics@N": topics scored}``."""
+        """``{"<metric>_in_reference@N": mean, "<metric>_in_reference_topics@N": topics scored,
+        "<metric>_in_reference_dropped@N": top words the reference lacks}``."""
         found = {}
         for n, value in self.mean.items():
             found[f"{self.metric}{IN_REFERENCE}@{n}"] = value
             found[f"{self.metric}{IN_REFERENCE_TOPICS}@{n}"] = float(self.topics_scored(n))
+            if n in self.words_dropped:
+                found[f"{self.metric}{IN_REFERENCE_DROPPED}@{n}"] = float(self.words_dropped[n])
         return found
 
     def per_topic_by_key(self) -> dict:
@@ -160,6 +168,7 @@ def coherence_in_reference(topics, reference: Corpus, measures, top_n, *, known=
             words_kept={n: np.array([len(ids) for ids in kept[n]], dtype=np.int64) for n in grid},
             settings={"window": window, **options, "reference": reference.name,
                       "reference_fingerprint": reference.fingerprint()},
+            words_dropped={n: sum(min(n, len(words)) - len(ids) for words, ids in zip(topics, kept[n])) for n in grid},
         )
     return results
 

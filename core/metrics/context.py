@@ -33,8 +33,18 @@ from topicbench.core.constants import (
     UMASS_EPSILON,
 )
 from ..corpus import Corpus
+from ._topics import OOV_POLICIES
 from .coherence import count_reference
 from .llm_judging import JudgeSettings
+
+#: What a benchmark's coherence counts its co-occurrences in, by partition of each corpus:
+#: ``"train"`` the documents the model was fitted on (the default), ``"test"`` the held-out ones,
+#: ``"all"`` every document; or an external corpus (a config's ``coherence.reference.source``).
+REFERENCE_PARTITIONS = ("train", "test", "all")
+#: The policies a config's ``coherence.oov`` takes (what coherence does with top words the
+#: reference lacks): ``"error"`` (the full measure does not apply; the in-reference one is
+#: scored) or ``"drop"`` (skip them and take further words, as gensim does).
+COHERENCE_OOV_POLICIES = OOV_POLICIES
 
 
 @dataclass(frozen=True)

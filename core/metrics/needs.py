@@ -7,25 +7,28 @@ uses) is not an error: :func:`unmet_need` returns a :class:`MetricNotApplicable`
 scoring records that reason and goes on. :class:`~topicbench.core.validation.InputError` is kept for
 bad input (a malformed matrix, an unknown setting), which still raises.
 
-====================  ==========================================================================
-``token_topics``      the output's per-token topics (``output.token_topics``)
-``labels``            document labels of two or more classes (``MetricInputs.labels``, or else ``corpus.labels``)
-``heldout``           ``MetricInputs.heldout_corpus`` and the model's θ for it (``MetricRun.heldout_doc_topic``)
-``top_words``         a non-empty N grid, every topic at least its largest N words long
-``rbo_words``         every topic at least ``MetricSettings.rbo_top_n`` words long
-``two_topics``        two or more topics
-``corpus``            the corpus the model was fitted on (token order of ``token_topics``)
-``reference``         a reference corpus (``reference``, or else ``corpus``) that uses every scored topic word
-``varied_reference``  a reference corpus in which words occur apart: two or more documents, not every word in
-                      every one (else coherence is undefined: :func:`~.coherence.reference_degeneracy`)
-``out_of_reference``  a reference corpus that lacks some of the topics' top words and has at least two of
-                      some topic's (the coherence over the in-reference words, scored in the full one's place)
-``word_vectors``      word vectors (given, or built by the context) for every scored topic word
-``rng``               ``MetricRun.rng``, a ``numpy.random.Generator``
-``llm``               an LLM judge in the context, every judged topic at least its ``top_words`` words long
-``documents``         the corpus the model was fitted on, θ over its documents, and as many documents as a
-                      topic shows (``JudgeSettings.exemplar_documents + evaluation_documents``)
-====================  ==========================================================================
+=====================  ==========================================================================
+``token_topics``       the output's per-token topics (``output.token_topics``)
+``labels``             document labels of two or more classes (``MetricInputs.labels``, or else ``corpus.labels``)
+``heldout``            ``MetricInputs.heldout_corpus`` and the model's θ for it (``MetricRun.heldout_doc_topic``)
+``probability_model``  a model whose topic-word rows are p(w | k) of a model of the words, so that Σ_k θ_dk φ_kw
+                       is a probability of the document's words (not NMF, LSI or c-TF-IDF weights: such a
+                       model says why in ``output.extra["not_a_probability_model"]``)
+``top_words``          a non-empty N grid, every topic at least its largest N words long
+``rbo_words``          every topic at least ``MetricSettings.rbo_top_n`` words long
+``two_topics``         two or more topics
+``corpus``             the corpus the model was fitted on (token order of ``token_topics``)
+``reference``          a reference corpus (``reference``, or else ``corpus``) that uses every scored topic word
+``varied_reference``   a reference corpus in which words occur apart: two or more documents, not every word in
+                       every one (else coherence is undefined: :func:`~.coherence.reference_degeneracy`)
+``out_of_reference``   a reference corpus that lacks some of the topics' top words and has at least two of
+                       some topic's (the coherence over the in-reference words, scored in the full one's place)
+``word_vectors``       word vectors (given, or built by the context) for every scored topic word
+``rng``                ``MetricRun.rng``, a ``numpy.random.Generator``
+``llm``                an LLM judge in the context, every judged topic at least its ``top_words`` words long
+``documents``          the corpus the model was fitted on, θ over its documents, and as many documents as a
+                       topic shows (``JudgeSettings.exemplar_documents + evaluation_documents``)
+=====================  ==========================================================================
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from topicbench.core.constants import IN_REFERENCE_MIN_WORDS
+from topicbench.core.constants import IN_REFERENCE_MIN_WORDS, NOT_A_PROBABILITY_MODEL
 from ._topics import too_short, topic_word_problem
 from .coherence import reference_degeneracy
 from .coherence_in_reference import has_out_of_reference_words, in_reference_top_words
@@ -88,6 +91,12 @@ def _heldout(output, run: MetricRun):
     if run.heldout_doc_topic is None:
         return Missing(f"{output.model} cannot infer held-out documents", needs)
     return None
+
+
+def _probability_model(output, run: MetricRun):
+    reason = output.extra.get(NOT_A_PROBABILITY_MODEL)
+    return Missing(f"not a probability model: {reason}",
+                   "topic-word rows that are word probabilities of a model of the words") if reason else None
 
 
 def _top_words(output, run: MetricRun):
@@ -200,6 +209,7 @@ _CHECKS = {
     "token_topics": _token_topics,
     "labels": _labels,
     "heldout": _heldout,
+    "probability_model": _probability_model,
     "top_words": _top_words,
     "rbo_words": _rbo_words,
     "two_topics": _two_topics,

@@ -37,7 +37,7 @@ from ..registry import Registry
 from ..validation import InputError
 from . import coherence as coherence_module
 from .coherence_measures import MEASURES as COHERENCE_MEASURES
-from .coherence_in_reference import IN_REFERENCE, IN_REFERENCE_TOPICS, coherence_in_reference
+from .coherence_in_reference import IN_REFERENCE, IN_REFERENCE_DROPPED, IN_REFERENCE_TOPICS, coherence_in_reference
 from .context import MetricContext, MetricRun
 from .diversity import inverted_rbo, topic_diversity
 from .embedding import embedding_coherence
@@ -46,6 +46,8 @@ from .labels import classification_scores, clustering_scores
 from .llm_documents import fit_agreement, rank_agreement, topic_questions
 from .llm_judging import judge_intrusion, judge_ratings
 from .needs import NEEDS, MetricNotApplicable, unmet_need
+from . import ranges
+from .ranges import ValidRange
 from .posterior import (
     assignment_log_likelihood,
     log_topic_word,
@@ -77,6 +79,9 @@ class MetricSpec:
     outputs : tuple of str
         Keys returned when they are not ``name`` or ``name@N``.
     description : str
+    valid_range : ValidRange or dict of str -> ValidRange
+        The values each key can take (and the baseline it must beat): one range for every key, or
+        one per output name (``{"nmi": ..., "ari": ...}``); see :meth:`range_of`.
     in_reference : callable or None
         For a coherence over the reference corpus: ``in_reference(output, run) -> dict``, the same
         measure over each topic's top words that the reference has
@@ -93,11 +98,15 @@ class MetricSpec:
     outputs: tuple = ()
     description: str = ""
     in_reference: Callable | None = None
+    valid_range: ValidRange | dict = ranges.UNBOUNDED
 
     def __post_init__(self):
         unknown = sorted(set(self.needs) - set(NEEDS))
         if unknown:
             raise ValueError(f"metric {self.name!r} needs unknown context fields {unknown}; known: {NEEDS}")
+        if isinstance(self.valid_range, dict) and set(self.valid_range) != set(self.outputs):
+            raise ValueError(f"metric {self.name!r} gives valid ranges for {sorted(self.valid_range)}, "
+                             f"its outputs are {sorted(self.outputs)}")
 
     def not_applicable(self, output: TopicModelOutput, run: MetricRun) -> MetricNotApplicable | None:
         """Why the metric does not apply to ``output`` in ``run`` (None if it does)."""
@@ -118,7 +127,8 @@ class MetricSpec:
     def owns(self, key: str) -> bool:
         """Whether ``key`` is one of the keys this metric returns (its in-reference ones included)."""
         prefix = key.split("@", 1)[0]
-        in_reference = (f"{self.name}{IN_REFERENCE}", f"{self.name}{IN_REFERENCE_TOPICS}") if self.in_reference else ()
+        in_reference = (tuple(f"{self.name}{suffix}" for suffix in (IN_REFERENCE, IN_REFERENCE_TOPICS, IN_REFERENCE_DROPPED))
+                        if self.in_reference else ())
         return key == self.name or prefix == self.name or key in self.outputs or prefix in in_reference
 
     def in_reference_scores(self, output: TopicModelOutput, run: MetricRun) -> dict:
@@ -128,6 +138,16 @@ class MetricSpec:
         if self.in_reference is None or unmet_need(self.name, IN_REFERENCE_NEEDS, output, run):
             return {}
         return {key: float(value) for key, value in self.in_reference(output, run).items()}
+
+    def range_of(self, key: str) -> ValidRange:
+        """The valid range of one of the metric's keys (``npmi@10``, ``ari``); a count of topics
+        scored in the reference (``npmi_in_reference_topics@10``) is a count."""
+        prefix = key.split("@", 1)[0]
+        if prefix.endswith((IN_REFERENCE_TOPICS, IN_REFERENCE_DROPPED)):
+            return ranges.COUNT
+        if isinstance(self.valid_range, ValidRange):
+            return self.valid_range
+        return self.valid_range[prefix]
 
     def best_index(self, values) -> int | None:
         """Index of the best of several models' values (NaN ignored; None if all are NaN)."""
@@ -207,6 +227,7 @@ for _measure in COHERENCE_MEASURES.values():
         name=_measure.name, compute=_coherence_metric(_measure.name),
         higher_is_better=_measure.higher_is_better, needs=("top_words", "varied_reference", "reference"),
         description=_measure.description, in_reference=_in_reference_metric(_measure.name),
+        valid_range=ranges.COHERENCE[_measure.name],
     ))
 
 
@@ -228,17 +249,17 @@ def _embedding_metric(kind: str) -> Callable:
 
 _register(MetricSpec(
     "embedding_pairwise", _embedding_metric("pairwise"), True, ("top_words", "word_vectors"),
-    description="mean cosine of the word vectors of each pair of a topic's top-N words",
+    description="mean cosine of the word vectors of each pair of a topic's top-N words", valid_range=ranges.SIGNED_UNIT,
 ))
 _register(MetricSpec(
     "embedding_centroid", _embedding_metric("centroid"), True, ("top_words", "word_vectors"),
-    description="mean cosine of each top-N word's vector with the topic's centroid",
+    description="mean cosine of each top-N word's vector with the topic's centroid", valid_range=ranges.SIGNED_UNIT,
 ))
 _register(MetricSpec(
     "topic_diversity",
     lambda output, run: topic_diversity(output.topics, run.top_n).as_dict(),
     True, ("top_words",), aggregate="share of unique words over all topics",
-    description="unique words among all topics' top-N / (K N)",
+    description="unique words among all topics' top-N / (K N)", valid_range=ranges.PROPORTION,
 ))
 _register(MetricSpec(
     "inverted_rbo",
@@ -246,7 +267,7 @@ _register(MetricSpec(
         output.topics, run.settings.rbo_top_n, persistence=run.settings.rbo_persistence
     ).as_dict(),
     True, ("rbo_words", "two_topics"), aggregate="1 - mean over pairs of topics",
-    description="1 - mean extrapolated rank-biased overlap over pairs of topics (OCTIS)",
+    description="1 - mean extrapolated rank-biased overlap over pairs of topics (OCTIS)", valid_range=ranges.PROPORTION,
 ))
 
 
@@ -276,15 +297,18 @@ def _elda(output: TopicModelOutput, run: MetricRun) -> dict:
 _register(MetricSpec(
     "log_likelihood_own", _own, True, ("corpus", "token_topics"), aggregate="sum over tokens",
     description="sum over tokens of log phi_z[w] for the model's own assignment",
+    valid_range=ranges.LOG_PROBABILITY,
 ))
 _register(MetricSpec(
     "log_likelihood_randk", _randk, True, ("corpus", "token_topics", "two_topics", "rng"),
     aggregate="sum over tokens, mean over draws",
     description="the own assignment with topic labels shifted by a random offset (RandK)",
+    valid_range=ranges.LOG_PROBABILITY,
 ))
 _register(MetricSpec(
     "log_likelihood_elda", _elda, True, ("corpus", "token_topics"), aggregate="sum over tokens",
     description="E-LDA on the model's topics, budget matched to its mean distinct topics per document",
+    valid_range=ranges.LOG_PROBABILITY,
 ))
 
 
@@ -302,14 +326,14 @@ def _heldout(output: TopicModelOutput, run: MetricRun) -> dict:
 _register(MetricSpec(
     "heldout_log_likelihood",
     lambda output, run: {"heldout_log_likelihood": _heldout(output, run)["heldout_log_likelihood"]},
-    True, ("heldout",), aggregate="per held-out word",
-    description="per-word log-likelihood of held-out documents",
+    True, ("probability_model", "heldout"), aggregate="per held-out word",
+    description="per-word log-likelihood of held-out documents", valid_range=ranges.HELDOUT_LOG_LIKELIHOOD,
 ))
 _register(MetricSpec(
     "perplexity",
     lambda output, run: {"perplexity": _heldout(output, run)["perplexity"]},
-    False, ("heldout",), aggregate="exp(-per-word log-likelihood)",
-    description="held-out perplexity",
+    False, ("probability_model", "heldout"), aggregate="exp(-per-word log-likelihood)",
+    description="held-out perplexity", valid_range=ranges.PERPLEXITY,
 ))
 _register(MetricSpec(
     "classification",
@@ -322,7 +346,7 @@ _register(MetricSpec(
         if key.startswith("classification_")
     },
     True, ("labels", "rng"), aggregate="over test documents",
-    outputs=("classification_accuracy", "classification_macro_f1"),
+    outputs=("classification_accuracy", "classification_macro_f1"), valid_range=ranges.PROPORTION,
     description="accuracy and macro-F1 of a logistic regression on document-topic features",
 ))
 _register(MetricSpec(
@@ -330,6 +354,9 @@ _register(MetricSpec(
     lambda output, run: clustering_scores(output.topic_document_matrix, run.inputs.document_labels),
     True, ("labels",), aggregate="over documents",
     outputs=("nmi", "purity", "inverse_purity", "harmonic_purity", "ari"),
+    # ARI is chance-corrected: 0 at chance, negative below it, never under -1
+    valid_range={**dict.fromkeys(("nmi", "purity", "inverse_purity", "harmonic_purity"), ranges.PROPORTION),
+                 "ari": ranges.SIGNED_UNIT},
     description="NMI, purity, inverse purity, harmonic purity (TopicGPT's F-measure) and adjusted Rand index of "
                 "each document's main topic against its label",
 ))
@@ -355,12 +382,13 @@ def _llm_intrusion(output: TopicModelOutput, run: MetricRun) -> dict:
 _register(MetricSpec(
     "llm_rating", _llm_rating, True, ("llm",), aggregate="mean over the most prevalent topics",
     outputs=("llm_rating", "llm_rating_answered"),
+    valid_range={"llm_rating": ValidRange(1.0, 3.0, why="the 1-3 rating scale"), "llm_rating_answered": ranges.PROPORTION},
     description="an LLM's 1-3 rating of how related a topic's top 10 words are (Stammbach et al. 2023); "
                 "llm_rating_answered: the share of topics it rated",
 ))
 _register(MetricSpec(
     "llm_intrusion", _llm_intrusion, True, ("llm", "two_topics"), aggregate="mean over the most prevalent topics",
-    outputs=("llm_intrusion", "llm_intrusion_answered"),
+    outputs=("llm_intrusion", "llm_intrusion_answered"), valid_range=ranges.PROPORTION,
     description="how often an LLM picks the intruder among a topic's top words (Chang et al. 2009); "
                 "llm_intrusion_answered: the share of topics with an answered draw",
 ))
@@ -386,6 +414,7 @@ def _document_metric(name: str, agreement: Callable) -> Callable:
 _register(MetricSpec(
     "llm_fit", _document_metric("llm_fit", fit_agreement), True, ("llm", "documents"),
     aggregate="mean over the most prevalent topics of Kendall's tau-b", outputs=("llm_fit", "llm_fit_answered"),
+    valid_range={"llm_fit": ranges.SIGNED_UNIT, "llm_fit_answered": ranges.PROPORTION},
     description="Kendall's tau-b between theta and an LLM's 1-5 fit of evaluation documents to the category it "
                 "named from the topic's top words and exemplar documents (ProxAnn, Hoyle et al. 2025); "
                 "llm_fit_answered: the share of topics with a tau",
@@ -393,6 +422,7 @@ _register(MetricSpec(
 _register(MetricSpec(
     "llm_rank", _document_metric("llm_rank", rank_agreement), True, ("llm", "documents"),
     aggregate="mean over the most prevalent topics of Kendall's tau-b", outputs=("llm_rank", "llm_rank_answered"),
+    valid_range={"llm_rank": ranges.SIGNED_UNIT, "llm_rank_answered": ranges.PROPORTION},
     description="Kendall's tau-b between theta and an LLM's ranking (Bradley-Terry over pairwise choices) of "
                 "evaluation documents by their relation to that category (ProxAnn, Hoyle et al. 2025); "
                 "llm_rank_answered: the share of topics with a tau",

@@ -65,7 +65,7 @@ def scored_top_n(top_n, topics) -> tuple[tuple, tuple]:
 
 
 def score(output: TopicModelOutput, context: MetricContext, metrics, *, seed: int | None,
-          heldout_theta: np.ndarray | None = None) -> Scores:
+          heldout_theta: np.ndarray | None = None, on_metric=None) -> Scores:
     """Score one output with the named metrics; those that do not apply are skipped with a reason.
 
     Parameters
@@ -81,6 +81,8 @@ def score(output: TopicModelOutput, context: MetricContext, metrics, *, seed: in
         random label split): the same seed gives the same scores.
     heldout_theta : ndarray (K, D_test), optional
         The model's θ of ``context.inputs.heldout_corpus``, for the held-out metrics.
+    on_metric : callable, optional
+        ``on_metric(name)`` as each metric starts (a progress display names it).
 
     Returns
     -------
@@ -100,6 +102,8 @@ def score(output: TopicModelOutput, context: MetricContext, metrics, *, seed: in
     values: dict = {}
     for name in metrics:
         spec = METRICS.get(name)
+        if on_metric is not None:
+            on_metric(name)
         problem = spec.not_applicable(output, run)
         if problem is not None:
             skipped[name] = problem.reason

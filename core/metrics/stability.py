@@ -22,10 +22,14 @@ Summaries, over the matched pairs (min(K_A, K_B) of them) of runs with K_A and K
   reverse order (0.51) and lists agreeing on their top 2 only (0.44).
 
 Across seeds, every pair of runs is scored and the pairs' mean and sample sd reported (the pairs
-share runs, so the sd describes their spread, not a standard error). :func:`chance_stability`
+share runs, so the sd describes their spread, not a standard error). Runs that are one and the same
+fit (:func:`identical_fits`: a deterministic model, which ignores its seed) are not scored: their
+stability of 1 measures the model's determinism, not whether its topics are reproducible, and is
+"not applicable" (:data:`NOT_APPLICABLE`). :func:`chance_stability`
 scores run A against run B with each of B's topics' words shuffled, the level unrelated topics of
 the same shapes reach: read a stability against it (flat topics are close to every other flat
 topic; random Dirichlet(1) topics over 400 words reach a JS similarity of 0.5 by chance).
+:mod:`.stability_chance` makes that level a permutation distribution and tests a stability against it.
 
 >>> a = np.array([[0.5, 0.5, 0.0], [0.0, 0.0, 1.0]])
 >>> score = stability(a, a[::-1], "jensen_shannon")
@@ -58,6 +62,7 @@ from .topic_similarity import (
 __all__ = [
     "MEASURES", "REAPPEARANCE_THRESHOLD", "CHANCE_DRAWS", "StabilityScore", "StabilitySummary", "topic_similarity",
     "match_topics", "stability", "seed_stability", "chance_stability", "shuffled_words", "warm_up_kernels",
+    "identical_fits", "NOT_APPLICABLE",
 ]
 
 #: A matched pair of topics at or above this similarity counts as a topic that reappears (see the
@@ -66,6 +71,9 @@ REAPPEARANCE_THRESHOLD = {"jensen_shannon": 0.5, "top_words": 0.5}
 
 #: Shuffles of run B's words averaged by :func:`chance_stability`.
 CHANCE_DRAWS = 10
+
+#: What stability is for a model whose seeds all give the same fit (:func:`identical_fits`).
+NOT_APPLICABLE = "not applicable: deterministic, one fit"
 
 
 @dataclass(frozen=True, eq=False)
@@ -118,11 +126,14 @@ class StabilitySummary:
     mean_share, sd_share : float
         The same of the pairs' shares of reappearing topics.
     n_pairs : int
-        Pairs of runs scored.
+        Pairs of runs compared.
     labels : tuple of (label, label)
         Which two runs each pair compares (seeds where known, else run positions; draw numbers
         for a chance level).
     scores : tuple of StabilityScore
+    deterministic : bool
+        Every run is the same fit (:func:`identical_fits`): nothing was scored, the similarities
+        are NaN and stability is :data:`NOT_APPLICABLE`, never 1.
     """
 
     measure: str
@@ -134,10 +145,12 @@ class StabilitySummary:
     n_pairs: int
     labels: tuple
     scores: tuple
+    deterministic: bool = False
 
     def as_dict(self) -> dict:
         return {"mean_similarity": self.mean_similarity, "sd_similarity": self.sd_similarity,
-                "mean_share": self.mean_share, "sd_share": self.sd_share, "n_pairs": self.n_pairs}
+                "mean_share": self.mean_share, "sd_share": self.sd_share, "n_pairs": self.n_pairs,
+                "deterministic": self.deterministic}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -206,10 +219,16 @@ def seed_stability(runs, measure: str = "jensen_shannon", *, vocabularies=None, 
     Returns
     -------
     StabilitySummary
+        With ``deterministic`` set, and nothing scored, when every run is the same fit.
     """
     measure, top_n, persistence = check_settings(measure, top_n, persistence)
     threshold = _check_threshold(threshold, measure)
     matrices, labels = _runs(runs, vocabularies, labels)
+    pair_labels = [(labels[i], labels[j]) for i in range(len(matrices)) for j in range(i + 1, len(matrices))]
+    if identical_fits(matrices):
+        nan = float("nan")
+        return StabilitySummary(measure, threshold, nan, nan, nan, nan, len(pair_labels), tuple(pair_labels), (),
+                                deterministic=True)
     prepared = [prepare(matrix, measure, top_n, persistence) for matrix in matrices]  # once per run
     pairs = [(i, j) for i in range(len(matrices)) for j in range(i + 1, len(matrices))]
     scores = [_score(similarity_of(prepared[i], prepared[j]), measure, threshold) for i, j in pairs]
@@ -247,6 +266,29 @@ def chance_stability(topic_word_a, topic_word_b, measure: str = "jensen_shannon"
         shuffled = prepare(shuffled_words(b, rng), measure, top_n, persistence)
         scores.append(_score(similarity_of(prepared_a, shuffled), measure, threshold))
     return _summarise(scores, [("a", d) for d in range(int(draws))], measure, threshold)
+
+
+def identical_fits(runs) -> bool:
+    """Whether every run is the same fit: equal topic-word matrices (in the same form, shape and
+    values, bit for bit), as a model that ignores its seed gives (E-LDA's exact greedy, NMF).
+
+    ``runs``: two or more TopicModelOutputs or topic-word matrices (dense or ConstantPlusSparse).
+    Its stability across seeds is then :data:`NOT_APPLICABLE`: there is one fit, not several."""
+    matrices = [run.topic_word_matrix if isinstance(run, TopicModelOutput) else run for run in runs]
+    if len(matrices) < 2:
+        raise InputError(f"identical_fits compares two or more runs, got {len(matrices)}")
+    return all(_same_matrix(matrices[0], other) for other in matrices[1:])
+
+
+def _same_matrix(first, second) -> bool:
+    if isinstance(first, ConstantPlusSparse) or isinstance(second, ConstantPlusSparse):
+        if not (isinstance(first, ConstantPlusSparse) and isinstance(second, ConstantPlusSparse)):
+            return False
+        parts = ("row_constants", "indptr", "indices", "values")
+        return first.shape == second.shape and all(
+            np.array_equal(getattr(first, part), getattr(second, part)) for part in parts)
+    first, second = np.asarray(first), np.asarray(second)
+    return first.shape == second.shape and np.array_equal(first, second)
 
 
 def shuffled_words(topic_word, rng: np.random.Generator):

@@ -166,26 +166,48 @@ def seed_interval(values, level: float = 1 - ALPHA) -> SeedInterval:
     A percentile bootstrap over 3 seeds returns their range, which covers the mean about 75% of
     the time; the t-interval covers at its level for normal scores at any n ≥ 2 (tested by
     simulation at n = 3, 5 and 10)."""
-    from scipy import stats
-
     values = np.asarray(values, dtype=np.float64).ravel()
     values = values[np.isfinite(values)]
     n = int(values.size)
     if n == 0:
         return SeedInterval(float("nan"), float("nan"), float("nan"), 0, float("nan"), level, False)
-    mean = float(values.mean())
-    deterministic = is_deterministic(values)
-    se = float(np.std(values, ddof=1) / np.sqrt(n)) if n > 1 else float("nan")
+    sd = float(np.std(values, ddof=1)) if n > 1 else float("nan")
+    return summary_interval(float(values.mean()), sd, n, level, deterministic=is_deterministic(values))
+
+
+def summary_interval(mean: float, sd: float, n: int, level: float = 1 - ALPHA,
+                     deterministic: bool | None = None) -> SeedInterval:
+    """:func:`seed_interval` from a summary (mean, sample sd, n seeds) where the values are not
+    kept; ``deterministic`` None: an sd of 0 up to the rounding of the mean (1e-9 of it) over
+    two or more seeds, since the mean of equal floats need not equal them to the last bit.
+
+    >>> interval = summary_interval(0.5, 0.1, 3)
+    >>> round(interval.high - interval.mean, 4)  # t_{0.975, 2} = 4.3027 times 0.1 / √3
+    0.2484
+    """
+    from scipy import stats
+
+    if n < 1:
+        return SeedInterval(float("nan"), float("nan"), float("nan"), 0, float("nan"), level, False)
+    if deterministic is None:
+        deterministic = n >= 2 and np.isfinite(sd) and sd <= abs(mean) * 1e-9
+    se = float(sd / np.sqrt(n)) if n > 1 and np.isfinite(sd) else float("nan")
     if deterministic or n < MIN_SEEDS_FOR_INTERVAL:
-        return SeedInterval(mean, float("nan"), float("nan"), n, 0.0 if deterministic else se, level, deterministic)
+        return SeedInterval(mean, float("nan"), float("nan"), n, float("nan") if deterministic else se, level,
+                            bool(deterministic))
     half = float(stats.t.ppf(0.5 + level / 2, n - 1)) * se
     return SeedInterval(mean, mean - half, mean + half, n, se, level, False)
 
 
 def welch_p_value(a, b) -> float | None:
     """Two-sided p of Welch's t-test of two models' means over their seeds (unequal variances),
-    or None when it cannot be tested: fewer than 2 seeds on a side, or no seed variance on either
-    side (deterministic models: compare them over topics or documents instead, never on zero)."""
+    or None when it cannot be tested: fewer than 2 seeds on a side, or no seed variance on
+    either side (two deterministic models: nothing to test on, never on zero).
+
+    Where one side is deterministic (its seeds all gave the same fit, so its value has no seed
+    noise), the test rests on the other side's seed variance alone: Welch's t with that side's
+    variance zero, which is the one-sample t-test of the other's seeds against its value (df n − 1).
+    """
     from scipy import stats
 
     a = np.asarray(a, dtype=np.float64).ravel()
@@ -193,8 +215,12 @@ def welch_p_value(a, b) -> float | None:
     a, b = a[np.isfinite(a)], b[np.isfinite(b)]
     if a.size < 2 or b.size < 2:
         return None
-    if is_deterministic(a) or is_deterministic(b):
+    fixed_a, fixed_b = is_deterministic(a), is_deterministic(b)
+    if fixed_a and fixed_b:
         return None
+    if fixed_a or fixed_b:
+        varying, value = (b, a[0]) if fixed_a else (a, b[0])
+        return float(stats.ttest_1samp(varying, value).pvalue)
     return float(stats.ttest_ind(a, b, equal_var=False).pvalue)
 
 
@@ -229,9 +255,10 @@ class BestTest:
 
 #: The rule printed once under each section whose tables mark a best.
 BEST_RULE = (f"Bold: the best mean beats every other model by Welch's t-test over seeds at α = {ALPHA:g}, "
-             "Holm-corrected for the comparisons with the others (p in the hover); models with "
-             "fewer than 2 seeds or no seed variance (deterministic) cannot be tested this way and "
-             "leave the column without a bold cell.")
+             "Holm-corrected for the comparisons with the others (p in the hover). Against a deterministic "
+             "model (one fit, no seed variance) the test rests on the other model's seed variance alone "
+             "(the one-sample t of its seeds against the deterministic value); two deterministic models, or a "
+             "model with fewer than 2 seeds, cannot be tested, and then the column has no bold cell.")
 
 
 def best_against_rest(samples: list, higher: bool) -> BestTest:
@@ -250,3 +277,74 @@ def best_against_rest(samples: list, higher: bool) -> BestTest:
     adjusted = dict(zip(others, holm(raw)))
     clear = all(p is not None and p < ALPHA for p in adjusted.values())
     return BestTest(best, adjusted, clear, BEST_RULE)
+
+
+def wholly_better(a: SeedInterval, b: SeedInterval, higher: bool) -> bool:
+    """True when model a is better than b beyond its seeds' noise, as the leaderboard's ranks read it.
+
+    - Both have an interval: a's lies wholly beyond b's (the intervals do not overlap).
+    - One is deterministic (one value on every seed), the other has an interval: the fixed value
+      lies outside the other's interval, which is the one-sample t-test at the interval's level.
+    - Two deterministic models, or a side without an interval (fewer than
+      :data:`MIN_SEEDS_FOR_INTERVAL` seeds): never, as there is no seed variance to compare on.
+
+    >>> a, b = seed_interval([3.0, 3.1, 3.2]), seed_interval([1.0, 1.1, 1.2])
+    >>> wholly_better(a, b, True), wholly_better(b, a, True), wholly_better(b, a, False)
+    (True, False, True)
+    """
+
+    def bounds(x: SeedInterval):
+        if x.has_interval:
+            return x.low, x.high
+        return (x.mean, x.mean) if x.deterministic else None
+
+    if a.deterministic and b.deterministic:
+        return False
+    first, second = bounds(a), bounds(b)
+    if first is None or second is None:
+        return False
+    return first[0] > second[1] if higher else first[1] < second[0]
+
+
+@dataclass(frozen=True)
+class RankBounds:
+    """A model's rank by mean (1 the best; tied means share the best of their ranks, ``tied``
+    True) and the ranks its intervals allow: ``best`` = 1 + the models wholly better than it,
+    ``worst`` = the models not wholly worse than it (:func:`wholly_better`), of ``of`` models."""
+
+    rank: int
+    best: int
+    worst: int
+    of: int
+    tied: bool
+
+    def as_dict(self) -> dict:
+        return {"rank": self.rank, "best": self.best, "worst": self.worst, "of": self.of, "tied": self.tied}
+
+
+#: How :func:`rank_bounds` derives a rank's interval, as a page states it.
+RANK_BOUNDS_RULE = ("a rank's interval runs from 1 + the models whose interval lies wholly better to the number of "
+                    "models whose interval does not lie wholly worse; a deterministic model's one value counts as "
+                    "outside another's interval when it lies beyond it, two deterministic models or a model with "
+                    "fewer than 3 seeds are never told apart; each comparison is at the intervals' level, not "
+                    "simultaneous")
+
+
+def rank_bounds(intervals: list, higher: bool) -> list[RankBounds]:
+    """Each model's :class:`RankBounds` among ``intervals`` (:class:`SeedInterval`, one a model).
+
+    >>> found = rank_bounds([seed_interval([3.0, 3.1, 3.2]), seed_interval([1.0, 1.5, 2.0]),
+    ...                      seed_interval([1.2, 1.4, 1.6])], higher=True)
+    >>> [(r.rank, r.best, r.worst) for r in found]
+    [(1, 1, 1), (2, 2, 3), (3, 2, 3)]
+    """
+    count = len(intervals)
+    found = []
+    for i, model in enumerate(intervals):
+        others = [other for j, other in enumerate(intervals) if j != i]
+        ahead = sum((other.mean > model.mean) if higher else (other.mean < model.mean) for other in others)
+        surely_ahead = sum(wholly_better(other, model, higher) for other in others)
+        surely_behind = sum(wholly_better(model, other, higher) for other in others)
+        found.append(RankBounds(1 + ahead, 1 + surely_ahead, count - surely_behind, count,
+                                any(other.mean == model.mean for other in others)))
+    return found

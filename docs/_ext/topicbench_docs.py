@@ -2,7 +2,8 @@
 
 ``{topicbench-metrics}`` (a directive, in MyST: a fenced block) renders every metric of
 :data:`topicbench.core.metrics.registry.METRICS` with its direction, needs, the keys it reports,
-its aggregation and its description, read from the registry at build time.
+its valid range and baseline, its aggregation and its description, read from the registry at
+build time.
 
 A page named like one the HTML builder writes itself (``search``, ``genindex``, ``py-modindex``)
 ends the build with an error naming it: the builder would overwrite it silently.
@@ -39,7 +40,8 @@ def _literals(names) -> nodes.paragraph:
 
 
 def metric_rows():
-    """(name, direction, needs, reports, aggregate, description) of every registered metric."""
+    """(name, direction, needs, reports, valid range, aggregate, description) of every registered metric."""
+    from topicbench.core.metrics.ranges import describe
     from topicbench.core.metrics.registry import METRICS
 
     for name in sorted(METRICS.names()):
@@ -53,7 +55,7 @@ def metric_rows():
         else:
             reports = (name,)
         yield (name, "higher" if spec.higher_is_better else "lower", spec.needs, reports,
-               spec.aggregate, spec.description)
+               describe(spec.valid_range), spec.aggregate, spec.description)
 
 
 class MetricsTable(SphinxDirective):
@@ -62,18 +64,19 @@ class MetricsTable(SphinxDirective):
     has_content = False
 
     def run(self):
-        header = ("metric", "better", "needs", "reports", "aggregate", "what")
+        header = ("metric", "better", "needs", "reports", "valid range", "aggregate", "what")
         table = nodes.table(classes=["topicbench-metrics"])
         group = nodes.tgroup(cols=len(header))
         table += group
-        for width in (14, 6, 16, 18, 16, 30):
+        for width in (14, 6, 16, 18, 14, 16, 30):
             group += nodes.colspec(colwidth=width)
         head = nodes.thead()
         head += _row(header)
         group += head
         body = nodes.tbody()
-        for name, better, needs, reports, aggregate, description in metric_rows():
-            body += _row((_literals([name]), better, _literals(needs), _literals(reports), aggregate, description))
+        for name, better, needs, reports, valid, aggregate, description in metric_rows():
+            body += _row((_literals([name]), better, _literals(needs), _literals(reports), valid, aggregate,
+                          description))
         group += body
         return [table]
 

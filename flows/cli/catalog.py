@@ -118,7 +118,9 @@ def model_needs(model) -> list[str]:
 def metric_catalog() -> list[dict]:
     """Each registered metric, by name: ``name``, ``description``, ``higher_is_better``,
     ``direction`` ("higher" or "lower"), ``needs``, ``aggregate``, ``outputs`` (the keys it
-    reports) and ``settings`` (the scoring settings it reads, with their defaults)."""
+    reports), ``settings`` (the scoring settings it reads, with their defaults) and ``valid_range``
+    (the values it can take and the baseline it must beat, :func:`~topicbench.core.metrics.ranges.describe`)."""
+    from topicbench.core.metrics.ranges import describe
     from topicbench.core.metrics.registry import METRICS
 
     entries = []
@@ -128,7 +130,7 @@ def metric_catalog() -> list[dict]:
             "name": spec.name, "description": spec.description or first_paragraph(spec.compute),
             "higher_is_better": bool(spec.higher_is_better), "direction": "higher" if spec.higher_is_better else "lower",
             "needs": list(spec.needs), "aggregate": spec.aggregate, "outputs": list(spec.outputs) or [spec.name],
-            "settings": metric_settings(spec),
+            "settings": metric_settings(spec), "valid_range": describe(spec.valid_range),
         })
     return entries
 
@@ -203,7 +205,7 @@ def _metric_lines(entries: list[dict], width: int) -> list[str]:
     for entry in entries:
         lines.append(f"{entry['name']:<{column}}{entry['direction']:<8}{', '.join(entry['needs'])}".rstrip())
         lines += _wrapped("", entry["description"], column, width)
-        details = [f"aggregate: {entry['aggregate']}"]
+        details = [f"aggregate: {entry['aggregate']}", f"valid range: {entry['valid_range']}"]
         if entry["outputs"] != [entry["name"]]:
             details.append(f"reports: {', '.join(entry['outputs'])}")
         if entry["settings"]:

@@ -7,13 +7,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from topicbench.core.constants import MAX_SEED
+from topicbench.core.metrics.bootstrap import BOOTSTRAP_RESAMPLES
 from topicbench.core.validation import InputError
 from topicbench.flows.checks import integer_at_least, integer_in
 from topicbench.flows.cli.common import check_llm_endpoint, llm_arguments, llm_block, tracking_uri
 from topicbench.flows.config.model import DEFAULT_TRACKING_URI
 
 PROTOCOLS = ("words", "proxann")
-WORD_BOOTSTRAP = 1000
+WORD_BOOTSTRAP = BOOTSTRAP_RESAMPLES
 
 
 def add_judge_command(commands) -> None:
@@ -50,10 +51,12 @@ def add_judge_command(commands) -> None:
     calibrate.add_argument("--topics-per-model", type=integer_at_least(1), metavar="N",
                            help="judge only each model's first N topics (of each corpus; a quick look; default: all, "
                            "50 a model for words, 8 for proxann)")
-    calibrate.add_argument("--bootstrap", type=integer_at_least(100), help="--protocol words: bootstrap resamples "
-                           f"(default: {WORD_BOOTSTRAP}; proxann resamples topics 50 times, as ProxAnn did)")
+    calibrate.add_argument("--bootstrap", type=integer_at_least(100), help="--protocol words: bootstrap resamples of "
+                           f"the (dataset, model) clusters (default: {WORD_BOOTSTRAP}; proxann resamples topics "
+                           f"{BOOTSTRAP_RESAMPLES} times, and replays ProxAnn's 50 at seed 42 beside)")
     calibrate.add_argument("--seed", type=integer_in(0, MAX_SEED), default=0,
-                           help="seed of the word orders, intruders and bootstrap (words), of the left-out people (proxann)")
+                           help="seed of the word orders, intruders and bootstrap (words), of the bootstrap and the "
+                           "left-out people (proxann)")
     calibrate.add_argument("--tracking-uri", help=f"MLflow tracking URI (default: {DEFAULT_TRACKING_URI})")
     calibrate.set_defaults(handler=run_judge_calibrate_command)
 
@@ -106,14 +109,17 @@ def _check_protocol_options(args) -> None:
 
 
 #: How to read the table printed (the figures it is read against are ProxAnn's, on Bills).
-PROXANN_READING = ("τ: Kendall's τ, over topics, of the scorer's agreement with θ against people's (50 resamples of the "
-           "topics: mean, SE, 95% interval); doc τ: mean per-topic τ of its answers against people's mean; adv: "
+PROXANN_READING = ("τ: Kendall's τ, over topics, of the scorer's agreement with θ against people's, on the topics as "
+           f"given, with its 95% percentile bootstrap interval ({BOOTSTRAP_RESAMPLES:,} paired resamples of the topics); "
+           "ProxAnn's protocol: the mean (SE) of 50 resamples at seed 42, one seed's draw, replayed to compare with "
+           "their figures; doc τ: mean per-topic τ of its answers against people's mean; adv: "
            "how often it agrees with the other people at least as well as a left-out person does (0.5: as good as a "
            "person); the constant answer row is what one fit for every document, all ranks tied, gets from the same "
            "test, the floor to read an advantage against; a judge whose answers are constant (one value for 90% of "
-           "documents) gets no τ and no advantage: not measurable. On all 24 topics "
-           "ProxAnn reports τ fit/rank of +0.31/+0.29 for GPT-4o, +0.22/+0.21 for Qwen2.5-72B, +0.16/+0.15 for Llama-3.1-8B, "
-           "people +0.09/+0.18 and NPMI +0.01/-0.02 (its NPMI pairing; properly paired: the npmi row here).")
+           "documents) gets no τ and no advantage: not measurable. On all 24 topics, by ProxAnn's protocol, "
+           "ProxAnn reports τ fit/rank of +0.31/+0.29 for GPT-4o, +0.22/+0.21 for Qwen2.5-72B, +0.16/+0.15 for "
+           "Llama-3.1-8B (τ on the topics: +0.12/+0.10), people +0.09/+0.18 and NPMI +0.01/-0.02 (its NPMI pairing, "
+           "the 'npmi (ProxAnn's pairing)' row; paired topic by topic: the npmi row).")
 
 
 def run_proxann_calibrate(args, endpoint, settings) -> int:

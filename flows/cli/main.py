@@ -4,8 +4,8 @@ Each command group lives in its own module of :mod:`topicbench.flows.cli`, which
 sub-commands to the parser and holds their bodies: ``elda`` and ``compile`` in ``elda``; ``run``,
 ``serve``, ``report`` and ``paper`` in ``benchmark``; ``data`` in ``data``; ``models``, ``metrics``
 and ``schema`` in ``catalog``; ``ui`` in ``ui``; ``judge`` in ``judge``; ``search`` in ``search``;
-``export`` and ``import`` in ``bundle``; ``leaderboard`` in ``leaderboard``. What several share is in
-``common``.
+``export`` and ``import`` in ``bundle``; ``leaderboard`` in ``leaderboard``; ``server`` in
+``server``. What several share is in ``common``.
 
 Exit status: 0 done; 1 the work failed (a failed run, a bug: its traceback); 2 a usage or input
 error (one line, ``topicbench: error: ...``); 130 interrupted (Ctrl-C or SIGTERM).
@@ -34,6 +34,7 @@ from topicbench.flows.cli.elda import add_compile_command, add_elda_command
 from topicbench.flows.cli.judge import add_judge_command
 from topicbench.flows.cli.leaderboard import add_leaderboard_command
 from topicbench.flows.cli.search import add_search_command
+from topicbench.flows.cli.server import add_server_command
 from topicbench.flows.cli.ui import add_ui_command
 from topicbench.flows.console import configure_console, quiet_library_progress_bars, quiet_worker_consoles
 from topicbench.flows.runtime import prefect_defaults
@@ -57,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     for add_command in (add_elda_command, add_run_command, add_serve_command, add_report_command,
                         add_paper_command, add_data_command, add_catalog_commands, add_ui_command,
                         add_compile_command, add_schema_command, add_judge_command, add_search_command,
-                        add_bundle_commands, add_leaderboard_command):
+                        add_bundle_commands, add_leaderboard_command, add_server_command):
         add_command(commands)
     return parser
 
@@ -144,10 +145,11 @@ def _interrupt_on_sigterm(signum, frame):
 def _user_errors() -> tuple:
     """Errors that a user's input or environment causes: one line, no traceback (unless -v)."""
     from topicbench.baselines.base import ModelError
+    from topicbench.flows.prefect_server import ServerStartError
     from topicbench.flows.runtime import PrefectServerStartError
     from topicbench.tasks.store.tracking_error import TrackingError
 
-    return (InputError, TrackingError, ModelError, PrefectServerStartError, ConnectionError)
+    return (InputError, TrackingError, ModelError, PrefectServerStartError, ServerStartError, ConnectionError)
 
 
 def _spooled_clause() -> str:

@@ -18,7 +18,6 @@ import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 from topicbench.core.validation import InputError
 from topicbench.flows.checks import check_port_free, experiment_name, port_number
@@ -60,10 +59,12 @@ def add_ui_command(commands) -> None:
 def run_ui_command(args) -> int:
     uri = tracking_uri(args.tracking_uri)
     require_existing_store(uri)
-    experiment = ui_experiment(uri, args.experiment)
     check_port_free(args.port, UI_HOST)
-    server = start_ui_server(uri, args.port)  # starting while the view is written
+    # started first: its start (MLflow imported twice, by its command and its worker) is most of
+    # the wait, and overlaps this process's own import of MLflow, its choice of experiment and view
+    server = start_ui_server(uri, args.port)
     try:
+        experiment = ui_experiment(uri, args.experiment)
         view = shared_runs_view(uri, experiment) if experiment is not None else None
         url = runs_view_url(args.port, experiment.experiment_id if experiment is not None else None, view)
         answering = wait_until_answering(server, args.port)
@@ -147,11 +148,10 @@ def latest_topicbench_experiment(client):
 def start_ui_server(uri: str, port: int) -> subprocess.Popen:
     """``mlflow ui`` on ``uri``, listening on 127.0.0.1:``port``, in a session of its own: the
     server and its workers form one process group, taken down together (:func:`stop_process_group`)."""
-    import shutil
-
-    mlflow = shutil.which("mlflow") or str(Path(sys.executable).with_name("mlflow"))
+    # `mlflow ui` whose web server runs in its own process, not in a second one that imports MLflow again
     return subprocess.Popen(
-        [mlflow, "ui", "--backend-store-uri", uri, "--host", UI_HOST, "--port", str(port), *UI_SERVER_OPTIONS],
+        [sys.executable, "-m", "topicbench.flows.ui_server", "--backend-store-uri", uri, "--host", UI_HOST,
+         "--port", str(port), *UI_SERVER_OPTIONS],
         env={**os.environ, **UI_SERVER_ENVIRONMENT}, start_new_session=True,
     )
 

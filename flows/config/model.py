@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
 
@@ -16,6 +16,8 @@ from topicbench.core.validation import InputError
 #: folder; the CLI makes it absolute (``DEFAULT_TRACKING_DATABASE`` under the current folder).
 DEFAULT_TRACKING_DATABASE = Path("results") / "mlflow.db"
 DEFAULT_TRACKING_URI = f"sqlite:///{DEFAULT_TRACKING_DATABASE.as_posix()}"
+#: The key of ``num_topics: {match: LABEL}``: a model fitted at the K another model used.
+MATCH_KEY = "match"
 DEFAULT_METRICS = (
     "umass", "npmi", "uci", "cv", "embedding_pairwise", "embedding_centroid",
     "topic_diversity", "inverted_rbo", "log_likelihood_own", "log_likelihood_randk",
@@ -84,11 +86,14 @@ class CorpusSpec:
 @dataclass(frozen=True)
 class ModelSpec:
     """A model of the registry with its settings. ``label`` names this variant in reports
-    (default: the model name); ``num_topics`` is K where the model takes one; ``metrics``
-    restricts the config's metrics for this model."""
+    (default: the model name); ``num_topics`` is K where the model takes one, or ``{"match":
+    LABEL}``: on each corpus and seed, the K that the config's model ``LABEL`` used there (its fit
+    comes first; :meth:`with_topics` gives the spec at that K); ``metrics`` restricts the config's
+    metrics for this model. A grid of K (``num_topics: [20, 50, 100]``) is one spec per K
+    (:func:`expand_num_topics_grid`)."""
 
     model: str
-    num_topics: int | None = None
+    num_topics: int | dict | None = None
     settings: dict = field(default_factory=dict)
     label: str | None = None
     metrics: tuple | None = None  # only these of the config's metrics (default: all of them)
@@ -96,6 +101,15 @@ class ModelSpec:
     @property
     def name(self) -> str:
         return self.label or self.model
+
+    @property
+    def matched_label(self) -> str | None:
+        """The label of the model whose K this one takes (``num_topics: {match: LABEL}``), else None."""
+        return self.num_topics.get(MATCH_KEY) if isinstance(self.num_topics, dict) else None
+
+    def with_topics(self, num_topics: int) -> "ModelSpec":
+        """This spec at K = ``num_topics`` (a matched spec once its K is known)."""
+        return replace(self, num_topics=int(num_topics))
 
     def build(self, models, seed: int = 0):
         """The model this spec names, unfitted: ``models.get(model)(num_topics, random_state=seed,
@@ -113,6 +127,12 @@ class ModelSpec:
         if self.metrics is not None and not all(isinstance(m, str) for m in self.metrics):
             raise InputError(f"{where} ({self.name}): metrics must list metric names, got {list(self.metrics)}")
         model_class = models.get(self.model)
+        if self.matched_label is not None and model_class.topics_decided_by:
+            raise InputError(
+                f"{where} ({self.name}): num_topics: {{match: {self.matched_label}}} needs a model that takes K, and "
+                f"{self.model} chooses how many topics it uses from {model_class.topics_decided_by}; match a model "
+                "that takes num_topics (gensim_lda, nmf, ...) to it instead"
+            )
         unknown = sorted(set(self.settings) - set(model_class.defaults))
         if unknown:
             raise InputError(
@@ -124,8 +144,8 @@ class ModelSpec:
                 f"{where} ({self.name}): num_topics does not apply to {self.model}, which chooses how many topics it "
                 f"uses from {model_class.topics_decided_by}; leave num_topics out and set those instead"
             )
-        try:
-            self.build(models)
+        try:  # a matched K is known only after the fit it matches: the settings are checked at K = 2
+            (self if self.matched_label is None else self.with_topics(2)).build(models)
         except InputError as error:
             raise InputError(f"{where} ({self.name}): {error}") from None
 
@@ -160,6 +180,10 @@ class BenchmarkConfig:
     search : dict or None
         What ``topicbench search`` searches (:data:`topicbench.flows.search_plan.SEARCH_SCHEMA`):
         each model's space, the objectives, the sampler; ``topicbench run`` fits the models as given.
+    coherence : dict or None
+        ``oov`` (top words the reference corpus lacks: ``"error"``, the default, or ``"drop"``) and
+        ``reference`` (``"train"``, the default, ``"test"``, ``"all"``, or ``{source, preprocessing}``
+        of an external corpus) (:func:`~topicbench.flows.config.schema.coherence_schema`); None: the defaults.
     """
 
     experiment: str = "topicbench"
@@ -174,6 +198,7 @@ class BenchmarkConfig:
     report_sections: tuple | None = None
     llm: dict | None = None
     search: dict | None = None
+    coherence: dict | None = None
 
     @classmethod
     def from_yaml(cls, path) -> "BenchmarkConfig":
@@ -197,7 +222,8 @@ class BenchmarkConfig:
         values["corpora"] = tuple(CorpusSpec(**item) for item in data.get("corpora", ())) or cls.corpora
         values["models"] = tuple(
             ModelSpec(**{**item, "metrics": tuple(item["metrics"]) if item.get("metrics") is not None else None})
-            for item in data.get("models", ())
+            for i, entry in enumerate(data.get("models", ()))
+            for item in expand_num_topics_grid(entry, f"{where}: models[{i}].num_topics")
         )
         for key in ("seeds", "metrics", "top_n", "report_sections"):
             if values.get(key) is not None:
@@ -234,11 +260,7 @@ class BenchmarkConfig:
             raise InputError(f"{where}: corpus names must be unique, got {names}")
         for i, corpus in enumerate(self.corpora):
             corpus.check(f"{where}: corpora[{i}]")
-        labels = [m.name for m in self.models]
-        if len(set(labels)) != len(labels):
-            raise InputError(f"{where}: two models share the label {[l for l in labels if labels.count(l) > 1][0]!r}; give each a 'label'")
-        for i, spec in enumerate(self.models):
-            spec.check(MODELS, f"{where}: models[{i}]")
+        _check_models(self.models, MODELS, where)
         if not self.metrics or not all(isinstance(m, str) for m in self.metrics):
             raise InputError(f"{where}: metrics must be a non-empty list of metric names, got {list(self.metrics)}")
         for metric in self.metrics:
@@ -247,6 +269,8 @@ class BenchmarkConfig:
             outside = sorted(set(spec.metrics or ()) - set(self.metrics))
             if outside:
                 raise InputError(f"{where}: model {spec.name!r} lists metric {outside[0]!r}, which is not in the config's metrics")
+        if isinstance((self.coherence or {}).get("reference"), dict):  # an external reference: read like a corpus
+            CorpusSpec(name="coherence reference", **self.coherence["reference"]).check(f"{where}: coherence.reference")
         if self.report_sections is not None:
             _check_report_sections(self.report_sections, where)
         if self.llm is not None:  # what its schema cannot say: finite numbers, no key in the URL
@@ -267,6 +291,21 @@ class BenchmarkConfig:
             )
         return self
 
+    def coherence_settings(self) -> tuple:
+        """(oov, reference) of the ``coherence`` block, defaults filled in: ``("error", "train")``."""
+        block = self.coherence or {}
+        return block.get("oov", "error"), block.get("reference", "train")
+
+    def coherence_reference(self):
+        """The ``coherence.reference`` to read: ``"train"``, ``"test"``, ``"all"``, or an external
+        corpus as a :class:`CorpusSpec` (its vocabulary from all its documents unless its
+        preprocessing says otherwise: a reference has no held-out part)."""
+        reference = self.coherence_settings()[1]
+        if isinstance(reference, str):
+            return reference
+        return CorpusSpec(name=f"{Path(reference['source']).stem} (reference)", source=reference["source"],
+                          preprocessing={"vocabulary_from": "all", **reference.get("preprocessing", {})})
+
     def llm_metrics(self) -> list:
         """The config's metrics that ask an LLM (those that need ``llm``)."""
         from topicbench.core.metrics.registry import METRICS
@@ -286,13 +325,16 @@ class BenchmarkConfig:
         return llm_settings(self.llm) if self.llm is not None else None
 
     def to_dict(self) -> dict:
-        return json.loads(json.dumps(asdict(self)))
+        data = json.loads(json.dumps(asdict(self)))
+        if data["coherence"] is None:  # unset: written as configs were before it existed
+            del data["coherence"]
+        return data
 
     def fingerprint(self) -> str:
-        """SHA-256 of the canonical JSON of the whole config (without an unset ``llm`` or
-        ``search``, so that configs written before they existed keep their fingerprints)."""
+        """SHA-256 of the canonical JSON of the whole config (without an unset ``llm``,
+        ``search`` or ``coherence``, so that configs written before they existed keep their fingerprints)."""
         data = self.to_dict()
-        for optional in ("llm", "search"):
+        for optional in ("llm", "search", "coherence"):
             if data.get(optional) is None:
                 data.pop(optional, None)
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
@@ -319,6 +361,51 @@ def default_config(tracking_uri: str = DEFAULT_TRACKING_URI) -> BenchmarkConfig:
         },
         where="default config",
     )
+
+
+def expand_num_topics_grid(item, where: str) -> list:
+    """A config's model entry as one entry per K where its ``num_topics`` is a grid (a list, or a
+    range ``{low, high, step}``: the search spaces' vocabulary,
+    :func:`~topicbench.core.search_space.num_topics_grid`), each labelled as a search labels its
+    points (``gensim_lda[num_topics=20]``); any other entry as it is."""
+    from topicbench.core.search_space import NUM_TOPICS, num_topics_grid, point_label
+
+    value = item.get(NUM_TOPICS) if isinstance(item, dict) else None
+    if not (isinstance(value, list) or (isinstance(value, dict) and MATCH_KEY not in value)):
+        return [item]
+    label = item.get("label") or item.get("model")
+    return [{**item, NUM_TOPICS: k, "label": point_label(label, {NUM_TOPICS: k})} for k in num_topics_grid(value, where)]
+
+
+def _check_models(models, registry, where: str) -> None:
+    """Labels unique, each model's name, settings and K (:meth:`ModelSpec.check`), then each
+    ``num_topics: {match: LABEL}`` against the others (:func:`_check_matches`)."""
+    labels = [m.name for m in models]
+    if len(set(labels)) != len(labels):
+        raise InputError(f"{where}: two models share the label {[l for l in labels if labels.count(l) > 1][0]!r}; give each a 'label'")
+    for i, spec in enumerate(models):
+        spec.check(registry, f"{where}: models[{i}]")
+    _check_matches(models, where)
+
+
+def _check_matches(models, where: str) -> None:
+    """Each ``num_topics: {match: LABEL}`` names another model of the config whose K is its own
+    (one given or one its fit chooses): never itself, never an absent model, never another match."""
+    labels = {spec.name: spec for spec in models}
+    for i, spec in enumerate(models):
+        target = spec.matched_label
+        if target is None:
+            continue
+        if target not in labels:
+            raise InputError(f"{where}: models[{i}] ({spec.name}): num_topics: {{match: {target}}} names no model of "
+                             f"this config; its models: {', '.join(labels)}")
+        if target == spec.name:
+            raise InputError(f"{where}: models[{i}] ({spec.name}): num_topics: {{match: {target}}} names the model "
+                             "itself; match another model's label")
+        if labels[target].matched_label is not None:
+            raise InputError(f"{where}: models[{i}] ({spec.name}): num_topics: {{match: {target}}} names a model whose "
+                             f"K is matched itself (to {labels[target].matched_label}); match "
+                             f"{labels[target].matched_label} directly")
 
 
 def _check_report_sections(sections, where: str) -> None:

@@ -68,6 +68,7 @@ def config_schema(model_names=None, *, plugins: bool = True) -> dict:
             },
             "llm": {"anyOf": [LLM_SCHEMA, {"type": "null"}]},
             "search": {"anyOf": [SEARCH_SCHEMA, {"type": "null"}]},
+            "coherence": {"anyOf": [coherence_schema(), {"type": "null"}]},
         },
         "$defs": {"corpus": _corpus_schema(), "model": _model_schema(MODELS, names, detailed, metric_name)},
     }
@@ -85,13 +86,55 @@ def _corpus_schema() -> dict:
     }
 
 
+def coherence_schema() -> dict:
+    """The ``coherence`` block: what coherence does with top words the reference corpus lacks
+    (``oov``), and what the reference corpus is (``reference``): a partition of each corpus, or
+    an external corpus read like one."""
+    from topicbench.core.metrics.context import COHERENCE_OOV_POLICIES, REFERENCE_PARTITIONS
+
+    external = {
+        "type": "object", "additionalProperties": False, "required": ["source"],
+        "properties": {
+            "source": {"type": "string", "minLength": 1,
+                       "description": "an OCTIS folder, a text file (one document a line), 'lee', or a dataset name"},
+            "preprocessing": {**PREPROCESSING_SCHEMA,
+                              "description": "how its texts become words: use your corpora's, or top words will not match"},
+        },
+    }
+    return {
+        "type": "object", "additionalProperties": False,
+        "properties": {
+            "oov": {"enum": list(COHERENCE_OOV_POLICIES), "default": "error",
+                    "description": "top words the reference lacks: 'error' (the full measure does not apply to that "
+                                   "model; its coherence over the words the reference has is ranked instead, the "
+                                   "words dropped stated) or 'drop' (skip them and take further words, as gensim does)"},
+            "reference": {"anyOf": [{"enum": list(REFERENCE_PARTITIONS)}, external], "default": "train",
+                          "description": "what coherence counts co-occurrences in: 'train' (the documents each model was "
+                                         "fitted on), 'test', 'all' (every document of the corpus), or {source, "
+                                         "preprocessing}: an external corpus"},
+        },
+    }
+
+
+#: ``num_topics`` as a grid of K, in the search spaces' vocabulary (a list, or a stepped range).
+_NUM_TOPICS_GRID = {"type": "array", "minItems": 1, "uniqueItems": True, "items": integer(2)}
+_NUM_TOPICS_RANGE = {"type": "object", "additionalProperties": False, "required": ["low", "high", "step"],
+                     "properties": {"low": integer(2), "high": integer(2), "step": integer(1)}}
+#: ``num_topics: {match: LABEL}``: the K another model of the config used (per corpus and seed).
+_NUM_TOPICS_MATCH = {"type": "object", "additionalProperties": False, "required": ["match"],
+                     "properties": {"match": {**NAME_SCHEMA, "description": "the label of the model whose K to use"}}}
+
+
 def _model_schema(models, names: list, detailed: list, metric_name: dict) -> dict:
     """A model entry: its name, K, label, metrics and, by its name, its own settings."""
     return {
         "type": "object", "additionalProperties": False, "required": ["model"],
         "properties": {
             "model": {"title": "model", "enum": names},
-            "num_topics": {"anyOf": [integer(1), {"type": "null"}], "description": "K, where the model takes one"},
+            "num_topics": {"anyOf": [integer(1), {"type": "null"}, _NUM_TOPICS_GRID, _NUM_TOPICS_RANGE, _NUM_TOPICS_MATCH],
+                           "description": "K, where the model takes one: a number; a grid (a list, or {low, high, step}: "
+                                          "one model entry per K); or {match: LABEL}, on each corpus and seed the K "
+                                          "that the model LABEL used there"},
             "settings": {"type": "object"},
             "label": {"anyOf": [NAME_SCHEMA, {"type": "null"}],
                       "description": "this variant's name in reports (default: the model name)"},

@@ -11,44 +11,35 @@ The rules it applies, each stated on the page:
   or preprocessing is never ranked with the others (one line says which bundle and why).
 - **Headline metrics.** Of :data:`HEADLINE_KEYS`, those that some ranked fit was scored on (or
   the ones asked for); each ranks in its metric's own direction, from the metric registry.
-- **Per dataset.** A model's score is its mean over seeds, with a percentile bootstrap interval
-  over seeds (:data:`BOOTSTRAP_RESAMPLES` resamples, :data:`CONFIDENCE`); its rank has an
-  interval too: the models' seeds are resampled together and the models re-ranked each time.
-- **Across datasets.** Friedman's test and Nemenyi's critical difference (autorank, Demšar 2006)
-  over blocks, one a (dataset, headline metric) pair, of the models' mean scores (signed so that
-  higher is better): only the ranks within each block matter, so metrics on different scales
-  can share a test. Blocks on one dataset share its corpus, so the test is a guide, not a proof.
+- **Per dataset.** A model's score is its mean over seeds with a Student-t interval over seeds
+  (:func:`~topicbench.core.metrics.stats.seed_interval`: none under 3 seeds; a deterministic
+  model, one value on every seed, is said to be one, never given a zero-width interval); its rank
+  has an interval derived from those intervals (:func:`~topicbench.core.metrics.stats.rank_bounds`).
+- **Across datasets.** :mod:`topicbench.tasks.leaderboard.cross`: one ranking per headline
+  metric, the datasets its blocks, the test only with enough datasets, models at another K apart.
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
-import warnings
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
-from scipy import stats
 
+from topicbench.core.metrics.stats import rank_bounds, seed_interval
 from topicbench.core.validation import InputError
 
+from topicbench.tasks.leaderboard.cross import cross_rankings
+from topicbench.tasks.leaderboard.in_reference import in_reference_notes, with_in_reference_scores
 from topicbench.tasks.report.render import format_number
 from topicbench.tasks.report.tables import higher_is_better
+from topicbench.tasks.report.unranked import unranked_by
 
 #: The headline metrics, in the order the page shows them: coherence against the reference corpus
 #: (NPMI, C_V) and topic diversity at N = 10, and an LLM's judgments where a bundle has them.
 HEADLINE_KEYS = ("npmi@10", "cv@10", "topic_diversity@10", "llm_rating", "llm_intrusion")
-CONFIDENCE = 0.95
-BOOTSTRAP_RESAMPLES = 10_000
-#: The bootstrap's seed: the same bundles give the same page.
-BOOTSTRAP_SEED = 0
-#: Family-wise significance level of Friedman's test and Nemenyi's critical difference.
-ALPHA = 0.05
-#: autorank's least number of blocks (rows) for a test.
-MIN_BLOCKS = 5
 RUN_COLUMNS = ("run_id", "corpus", "model", "model_class", "seed", "status", "num_topics_used", "num_topics",
                "settings", "preprocessing", "corpus_fingerprint", "corpus_source", "fit_seconds", "peak_memory_mb")
 SCORE_COLUMNS = ("run_id", "score", "value")
@@ -87,18 +78,14 @@ def load_bundle(folder) -> Bundle:
 
 
 @dataclass(frozen=True)
-class Interval:
-    """A mean over ``n`` seeds and its bootstrap interval (NaN bounds on one seed)."""
-
-    mean: float
-    low: float
-    high: float
-    n: int
-
-
-@dataclass(frozen=True)
 class Entry:
-    """One model on one dataset: its scores and ranks (score key -> :class:`Interval`) and record."""
+    """One model on one dataset: its record, ``scores`` (score key ->
+    :class:`~topicbench.core.metrics.stats.SeedInterval`), ``ranks`` (score key ->
+    :class:`~topicbench.core.metrics.stats.RankBounds`) and ``unranked`` (score key -> (its
+    SeedInterval, the reason it is not ranked: outside the metric's range or worse than the
+    uniform model, :func:`~topicbench.tasks.report.unranked.unranked_by`), kept out of ``scores``);
+    ``in_reference`` (score key -> what was dropped, where its score is a coherence over the words
+    the reference corpus has: :mod:`~topicbench.tasks.leaderboard.in_reference`)."""
 
     model: str
     bundle: str
@@ -111,11 +98,14 @@ class Entry:
     peak_memory_mb: float
     scores: dict
     ranks: dict
+    unranked: dict = field(default_factory=dict)
+    in_reference: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class DatasetBoard:
-    """The models on one dataset, best first by the first headline metric they have."""
+    """The models on one dataset, best first by the dataset's first headline metric (a model
+    without it below the others, by the next)."""
 
     corpus: str
     fingerprint: str
@@ -125,28 +115,14 @@ class DatasetBoard:
 
 
 @dataclass(frozen=True)
-class CrossRanking:
-    """Models ranked across datasets: blocks (corpus, key), each model's rank in each block
-    (``block_ranks``: model -> ranks in the order of ``blocks``; ties share the mean rank), their
-    mean (``mean_ranks``, best first) and autorank's result (None where there is no test:
-    ``reason`` says why), and who is left out and why."""
-
-    blocks: tuple
-    block_ranks: dict
-    mean_ranks: dict
-    result: object
-    reason: str | None
-    left_out: tuple
-
-
-@dataclass(frozen=True)
 class Leaderboard:
-    """Everything the page shows; ``headline`` is ((key, higher is better), ...)."""
+    """Everything the page shows; ``headline`` is ((key, higher is better), ...); ``crosses``:
+    the :class:`~topicbench.tasks.leaderboard.cross.CrossRanking` of each (metric, K group)."""
 
     bundles: tuple
     headline: tuple
     datasets: tuple
-    cross: CrossRanking
+    crosses: tuple
     set_aside: tuple
     judges: tuple
 
@@ -162,9 +138,10 @@ def build_leaderboard(bundles, metrics=None) -> Leaderboard:
                                + ": nothing to rank; export a benchmark whose fits finished")
     table = runs.merge(scores, on="run_id", how="left")
     headline = _headline(metrics, set(table["score"].dropna()))
+    table = with_in_reference_scores(table, headline)  # a coherence lacking for words outside the reference
     datasets = tuple(_dataset_board(corpus, runs[runs.corpus == corpus], table[table.corpus == corpus],
                                     headline, versions[corpus]) for corpus in sorted(versions))
-    return Leaderboard(tuple(bundles), headline, datasets, cross_ranking(datasets, headline), tuple(set_aside),
+    return Leaderboard(tuple(bundles), headline, datasets, cross_rankings(datasets, headline), tuple(set_aside),
                        judges(bundles))
 
 
@@ -254,9 +231,9 @@ def _entry_names(runs: pd.DataFrame) -> pd.Series:
     return runs.apply(lambda run: run.model if shared[run.model] == 1 else f"{run.model} ({run.bundle})", axis=1)
 
 
-def bootstrap_intervals(samples: dict, higher: bool, *, resamples: int = BOOTSTRAP_RESAMPLES,
-                        seed: int = BOOTSTRAP_SEED) -> tuple[dict, dict]:
-    """Each model's mean score and rank over its seeds, with percentile bootstrap intervals.
+def seed_intervals(samples: dict, higher: bool) -> tuple[dict, dict]:
+    """Each model's mean score over its seeds with its Student-t interval, and its rank with the
+    interval those intervals allow.
 
     Parameters
     ----------
@@ -268,59 +245,39 @@ def bootstrap_intervals(samples: dict, higher: bool, *, resamples: int = BOOTSTR
     Returns
     -------
     scores, ranks : dict
-        model -> :class:`Interval`. The seeds of every model with two or more are resampled
-        together (scipy's bootstrap, unpaired) and the models re-ranked each time; a model with one
-        seed keeps its one value (and has no score interval).
+        model -> :class:`~topicbench.core.metrics.stats.SeedInterval` and model ->
+        :class:`~topicbench.core.metrics.stats.RankBounds`.
     """
-    models = list(samples)
-    values = [np.asarray(samples[m], dtype=float) for m in models]
-    means = np.array([v.mean() for v in values])
-    point_ranks = stats.rankdata(-means if higher else means, method="min")
-    varying = [i for i, v in enumerate(values) if len(v) >= 2]
-    low = np.full(2 * len(models), np.nan)
-    high = np.full(2 * len(models), np.nan)
-    if varying:
-        def statistic(*resampled, axis=-1):
-            drawn = [np.asarray(means[i], dtype=float) for i in range(len(models))]
-            for i, sample in zip(varying, resampled):
-                drawn[i] = sample.mean(axis=axis)
-            drawn = np.stack(np.broadcast_arrays(*drawn), axis=0)
-            return np.concatenate([drawn, stats.rankdata(-drawn if higher else drawn, axis=0, method="min")])
-
-        found = stats.bootstrap([values[i] for i in varying], statistic, vectorized=True, paired=False,
-                                n_resamples=resamples, confidence_level=CONFIDENCE, method="percentile",
-                                rng=np.random.default_rng(seed))
-        low, high = found.confidence_interval.low, found.confidence_interval.high
-    count = len(models)
-    score = {m: Interval(float(means[i]), *((float(low[i]), float(high[i])) if len(values[i]) >= 2 else (np.nan, np.nan)),
-                         len(values[i])) for i, m in enumerate(models)}
-    rank = {m: Interval(float(point_ranks[i]), float(low[count + i]) if varying else float(point_ranks[i]),
-                        float(high[count + i]) if varying else float(point_ranks[i]), len(values[i]))
-            for i, m in enumerate(models)}
-    return score, rank
+    scores = {model: seed_interval(values) for model, values in samples.items()}
+    ranks = dict(zip(scores, rank_bounds(list(scores.values()), higher)))
+    return scores, ranks
 
 
 def _dataset_board(corpus: str, runs: pd.DataFrame, table: pd.DataFrame, headline, version) -> DatasetBoard:
-    scores, ranks = {}, {}
+    scores, ranks, unranked = {}, {}, {}
     for key, higher in headline:
         scored = table[table.score == key].dropna(subset=["value"])
         samples = {entry: group.value.to_numpy() for entry, group in scored.groupby("entry", sort=True)}
+        for entry, reason in unranked_by(key, table).items():  # shown with its reason, never ranked
+            unranked.setdefault(entry, {})[key] = (seed_interval(samples.pop(entry)), reason)
         if samples:
-            scores[key], ranks[key] = bootstrap_intervals(samples, higher)
-    entries = [_entry(name, fits, {k: v[name] for k, v in scores.items() if name in v},
-                      {k: v[name] for k, v in ranks.items() if name in v})
+            scores[key], ranks[key] = seed_intervals(samples, higher)
+    notes = {key: in_reference_notes(table, key) for key, _ in headline}
+    entries = [replace(_entry(name, fits, {k: v[name] for k, v in scores.items() if name in v},
+                              {k: v[name] for k, v in ranks.items() if name in v}, unranked.get(name, {})),
+                       in_reference={k: found[name] for k, found in notes.items() if name in found})
                for name, fits in runs.groupby("entry", sort=True)]
-    order = [key for key, _ in headline]
+    order = [key for key, _ in headline if key in scores]
 
     def sort_key(entry: Entry):
-        first = next((key for key in order if key in entry.ranks), None)
-        return (order.index(first) if first else len(order), entry.ranks[first].mean if first else 0, entry.model)
+        # by rank on the dataset's first headline metric; a model without it below, by the next
+        return tuple(entry.ranks[key].rank if key in entry.ranks else math.inf for key in order), entry.model
 
     return DatasetBoard(corpus, version[0], str(version[1]), json.loads(version[2]) if version[2].startswith("{") else {},
                         tuple(sorted(entries, key=sort_key)))
 
 
-def _entry(name: str, fits: pd.DataFrame, scores: dict, ranks: dict) -> Entry:
+def _entry(name: str, fits: pd.DataFrame, scores: dict, ranks: dict, unranked: dict) -> Entry:
     first = fits.iloc[0]
     used = pd.to_numeric(fits.num_topics_used, errors="coerce").dropna()
     asked = pd.to_numeric(pd.Series([first.num_topics]), errors="coerce").iloc[0]  # None where the model chose K
@@ -333,64 +290,12 @@ def _entry(name: str, fits: pd.DataFrame, scores: dict, ranks: dict) -> Entry:
     return Entry(name, first.bundle, str(first.model_class), tuple(sorted(int(s) for s in fits.seed)), num_topics,
                  float(topics), settings if isinstance(settings, dict) else {},
                  float(pd.to_numeric(fits.fit_seconds).mean()), float(pd.to_numeric(fits.peak_memory_mb).mean()),
-                 scores, ranks)
+                 scores, ranks, unranked)
 
 
 def plain_number(value: float) -> str:
     """A count or a rank as a reader reads it: whole where it is (100), else 3 digits (22.3, 1.50)."""
     return str(int(value)) if float(value).is_integer() else format_number(value, 3)
-
-
-def cross_ranking(datasets, headline) -> CrossRanking:
-    """Friedman/Nemenyi (autorank) over (dataset, headline metric) blocks of the models that have a
-    score in every block; a model that lacks one is left out, with the block it lacks."""
-    blocks, columns = [], {}
-    for board in datasets:
-        for key, higher in headline:
-            values = {e.model: e.scores[key].mean * (1 if higher else -1) for e in board.entries if key in e.scores}
-            if values:
-                blocks.append((board.corpus, key))
-                for model, value in values.items():
-                    columns.setdefault(model, {})[(board.corpus, key)] = value
-    left_out = tuple(_left_out(columns, blocks))
-    data = pd.DataFrame({m: [got[b] for b in blocks] for m, got in columns.items() if len(got) == len(blocks)})
-    ranks = data.rank(axis=1, ascending=False)  # as Friedman's test ranks each block: ties share their mean
-    mean_ranks = ranks.mean().sort_values().to_dict() if not data.empty else {}
-    block_ranks = {model: tuple(ranks[model]) for model in mean_ranks}
-    reason = None
-    if data.shape[1] < 2:
-        reason = "fewer than two models have a score in every block"
-    elif len(blocks) < MIN_BLOCKS:
-        reason = (f"Friedman/Nemenyi needs at least {MIN_BLOCKS} (dataset, metric) blocks (autorank); these bundles "
-                  f"give {len(blocks)}: mean ranks shown without a test")
-    return CrossRanking(tuple(blocks), block_ranks, mean_ranks, None if reason else friedman_nemenyi(data), reason,
-                        left_out)
-
-
-def _left_out(columns: dict, blocks: list):
-    """"model (what it lacks)" for each model without a score in every block; a dataset it has no
-    headline score on at all is named once."""
-    for model, got in sorted(columns.items()):
-        lacking = [block for block in blocks if block not in got]
-        bare = sorted({corpus for corpus, _ in lacking
-                       if not any((corpus, key) in got for other, key in blocks if other == corpus)})
-        named = [f"no scores on {corpus}" for corpus in bare]
-        named += [f"no {key} on {corpus}" for corpus, key in lacking if corpus not in bare]
-        if named:
-            yield f"{model} ({', '.join(named)})"
-
-
-def friedman_nemenyi(data: pd.DataFrame):
-    """autorank's Friedman test and Nemenyi critical difference on ``data`` (one column a model,
-    one row a block, higher better): its ``RankResult``."""
-    from autorank import autorank
-
-    # nonparametric forced: the blocks mix metrics on different scales, so only ranks compare;
-    # autorank prints that choice, which a library must not, and its effect sizes (unused here)
-    # divide by a zero spread where a model has the same rank in every block
-    with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return autorank(data.reset_index(drop=True), alpha=ALPHA, order="descending", force_mode="nonparametric")
 
 
 def judges(bundles) -> tuple:

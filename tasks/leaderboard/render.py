@@ -1,44 +1,42 @@
-"""The leaderboard's page: a :class:`~topicbench.tasks.leaderboard.ranking.Leaderboard` as a
-self-contained ``leaderboard.html`` (sortable tables in plain JavaScript, the critical-difference
-diagram inline; nothing fetched) and ``leaderboard.md`` (with ``critical_difference.png``).
-
-Both formats are views of one list of blocks (:func:`page_blocks`): headings, paragraphs and
-:class:`Table` s whose cells carry their text, the value they sort by and their hover text.
+"""The leaderboard's page as one list of blocks (:func:`page_blocks`): headings, paragraphs,
+diagrams and :class:`Table` s whose cells carry their text, the value they sort by, their hover
+text and their interval; and that list as ``leaderboard.md`` (:func:`render_markdown`).
+:mod:`~topicbench.tasks.leaderboard.page_html` renders the same blocks as HTML, and
+:mod:`~topicbench.tasks.leaderboard.write` writes the files.
 """
 
 from __future__ import annotations
 
-import html
-import io
 import json
 import math
+import re
 from dataclasses import dataclass
+from pathlib import Path
 
-from topicbench.core.io import make_output_folder, write_text_atomically
+from topicbench.core.metrics.stats import ALPHA, DETERMINISTIC, MIN_SEEDS_FOR_INTERVAL, RANK_BOUNDS_RULE
 
-from topicbench.tasks.leaderboard.ranking import (
-    ALPHA,
-    BOOTSTRAP_RESAMPLES,
-    CONFIDENCE,
-    Leaderboard,
-    plain_number,
-)
-from topicbench.tasks.report.render import format_number, rank_colour
+from topicbench.tasks.leaderboard.cross import MAIN_GROUP, MIN_DATASETS
+from topicbench.tasks.leaderboard.ranking import Leaderboard, plain_number
+from topicbench.tasks.report.render import format_number
 from topicbench.tasks.report.summary import K_FACTOR
-from topicbench.tasks.report.text import display_text, html_attribute, markdown_paragraph, markdown_text, visible_controls
+from topicbench.tasks.report.text import markdown_paragraph, markdown_text
 
 CD_IMAGE = "critical_difference.png"
+#: The level of every interval on the page (the intervals' level is 1 − α).
+LEVEL = 1 - ALPHA
 
 
 @dataclass(frozen=True)
 class Cell:
     """A table cell: its text, the number it sorts by (None: by its text) and its hover text;
-    ``rank`` (rank, of) colours it on the report's rank scale."""
+    ``rank`` (rank, of) colours it on the report's rank scale; ``detail`` (an interval, or why
+    there is none) goes on a line of its own below the text in HTML, after it in Markdown."""
 
     text: str
     sort: float | None = None
     title: str = ""
     rank: tuple | None = None
+    detail: str = ""
 
 
 @dataclass(frozen=True)
@@ -48,16 +46,20 @@ class Table:
     note: str = ""
 
 
-def _interval(interval, digits: int = 3) -> str:
-    if math.isnan(interval.low):
-        return f"{format_number(interval.mean, digits)} (one seed)"
-    mean, low, high = (format_number(value, digits) for value in (interval.mean, interval.low, interval.high))
-    return f"{mean} [{low}, {high}]"
+def interval_detail(interval, digits: int = 3) -> str:
+    """What stands where a score's ± would: its interval, or why it has none."""
+    if interval.deterministic:
+        return DETERMINISTIC
+    if not interval.has_interval:
+        return f"n = {interval.n}: no interval"
+    return f"[{format_number(interval.low, digits)}, {format_number(interval.high, digits)}]"
 
 
-def _rank_text(rank) -> str:
-    low, high = int(rank.low), int(rank.high)
-    return f"{int(rank.mean)}" + ("" if low == high else f" ({low}–{high})")
+def rank_text(rank) -> str:
+    """A rank as the page prints it: "3" or "3= (2–5)" (= a tie on the mean; the interval, where
+    it is wider than the rank, the ranks the intervals allow)."""
+    text = f"{rank.rank}{'=' if rank.tied else ''}"
+    return text if rank.best == rank.worst else f"{text} ({rank.best}–{rank.worst})"
 
 
 def _count(number: int, noun: str) -> str:
@@ -69,69 +71,91 @@ def _metric_title(key: str, higher: bool) -> str:
 
 
 def dataset_table(board, headline) -> Table:
-    """One dataset's models: rank (by the first headline metric) with its interval, each headline
-    metric's mean and interval, K, seeds, fit time and memory."""
-    keys = [(key, higher) for key, higher in headline if any(key in e.scores for e in board.entries)]
-    ranked = len(board.entries)
+    """One dataset's models: rank on its first headline metric with the ranks its intervals allow,
+    each headline metric's mean with its interval, K, seeds, fit time and memory."""
+    keys = [(key, higher) for key, higher in headline
+            if any(key in e.scores or key in e.unranked for e in board.entries)]
+    first = keys[0][0] if keys else None
     rows = []
     for entry in board.entries:
-        first = next((key for key, _ in keys if key in entry.ranks), None)
         rank = entry.ranks.get(first)
-        cells = [Cell(_rank_text(rank), rank.mean, f"rank by {first}; {CONFIDENCE:.0%} bootstrap interval over seeds",
-                      (int(rank.mean), ranked)) if rank else Cell("—", None, "no headline metric scored"),
+        cells = [Cell(rank_text(rank), rank.rank, f"rank {rank.rank} of {rank.of} on {first}; the intervals allow "
+                      f"{rank.best} to {rank.worst}", (rank.rank, rank.of)) if rank
+                 else Cell("—", None, entry.unranked[first][1] if first in entry.unranked
+                           else f"not scored on {first}: not ranked on it"),
                  Cell(entry.model, title=f"{entry.model_class} from bundle {entry.bundle}")]
         for key, _ in keys:
             score, place = entry.scores.get(key), entry.ranks.get(key)
-            cells.append(Cell(_interval(score), score.mean, f"rank {_rank_text(place)} of {ranked} on {key}")
+            if key in entry.unranked:  # kept out of the ranking: its value, and why on a line of its own
+                shown, reason = entry.unranked[key]
+                cells.append(Cell(f"{format_number(shown.mean, 3)} (not ranked)", None, reason, detail=reason))
+                continue
+            note = entry.in_reference.get(key)  # over the words the reference has: the full note on hover
+            cells.append(Cell(format_number(score.mean, 3), score.mean,
+                              f"rank {rank_text(place)} of {place.of} on {key}; {score.method}" + (f"; {note}" if note else ""),
+                              detail=interval_detail(score) + ("; in-reference words only" if note else ""))
                          if score else Cell("—", None, f"not scored on {key}"))
         cells += [Cell(entry.num_topics, entry.topics, "mean over seeds of the topics the model used"),
-                  Cell(", ".join(map(str, entry.seeds)), len(entry.seeds), f"{len(entry.seeds)} seeds"),
+                  Cell(str(len(entry.seeds)), len(entry.seeds), "seeds " + ", ".join(map(str, entry.seeds))),
                   Cell(format_number(entry.fit_seconds, 3), entry.fit_seconds, "mean over seeds"),
                   Cell(format_number(entry.peak_memory_mb, 3), entry.peak_memory_mb, "mean over seeds")]
         rows.append(tuple(cells))
-    headers = ("rank", "model", *(_metric_title(k, h) for k, h in keys), "K", "seeds", "fit time (s)", "peak memory (MB)")
-    return Table(headers, tuple(rows), f"Each score: mean over seeds [{CONFIDENCE:.0%} bootstrap interval]; rank "
-                 "(its interval). ↑ higher is better, ↓ lower is better.")
+    headers = (f"rank ({first})" if first else "rank", "model", *(_metric_title(k, h) for k, h in keys), "K", "seeds",
+               "fit time (s)", "peak memory (MB)")
+    return Table(headers, tuple(rows), "↑ higher is better, ↓ lower is better; intervals and ranks as stated at the "
+                 "top of the page.")
 
 
-def overall_table(leaderboard: Leaderboard) -> Table | None:
-    """Models by their mean rank over the (dataset, metric) blocks, with their rank in each block."""
-    cross = leaderboard.cross
-    if not cross.mean_ranks:
-        return None
-    models = list(cross.mean_ranks)
+def cross_table(cross) -> Table:
+    """One metric's ranking across datasets: position by mean rank (= a tie), the mean rank with
+    the means of the per-dataset rank bounds, K and the rank on each dataset."""
     rows = []
-    for model in models:
-        place = 1 + sum(cross.mean_ranks[other] < cross.mean_ranks[model] for other in models)
-        cells = [Cell(str(place), place, "position by mean rank", (place, len(models))), Cell(model),
+    for model in cross.models:
+        place, low, high = cross.position(model), cross.rank_low[model], cross.rank_high[model]
+        fewest, most = cross.topics[model]
+        cells = [Cell(f"{place}{'=' if cross.tied(model) else ''}", place, "position by mean rank",
+                      (place, len(cross.models))), Cell(model),
                  Cell(format_number(cross.mean_ranks[model], 3), cross.mean_ranks[model],
-                      "mean of its ranks in the blocks")]
-        cells += [Cell(plain_number(rank), rank, f"rank on {key} · {corpus} among the models of this table")
-                  for (corpus, key), rank in zip(cross.blocks, cross.block_ranks[model])]
+                      "mean over the datasets of its rank among this table's models (ties share their mean rank)",
+                      detail=f"({format_number(low, 3)}–{format_number(high, 3)})"),
+                 Cell(plain_number(fewest) if fewest == most else f"{plain_number(fewest)}–{plain_number(most)}",
+                      most, "topics used, over the datasets")]
+        cells += [Cell(plain_number(rank), rank, f"rank on {corpus} among this table's models")
+                  for corpus, rank in zip(cross.datasets, cross.block_ranks[model])]
         rows.append(tuple(cells))
-    headers = ("rank", "model", "mean rank", *(f"{key} · {corpus}" for corpus, key in cross.blocks))
-    return Table(headers, tuple(rows), "Each block: the model's rank among the models of this table (ties share "
-                 "their mean rank), as Friedman's test ranks them; each dataset's table ranks all its models.")
+    headers = ("rank", "model", "mean rank", "K", *cross.datasets)
+    return Table(headers, tuple(rows), "Mean rank (below it: the means over the datasets of the ranks each "
+                 "dataset's intervals allow); a dataset's column: the model's rank there among this table's models.")
 
 
-def statistics_text(leaderboard: Leaderboard) -> list[str]:
-    """The cross-dataset test in words: Friedman's p, Nemenyi's critical difference, or why none."""
-    cross = leaderboard.cross
-    lines = [f"Blocks: {len(cross.blocks)} (dataset, headline metric) pairs; each ranks the models by their mean "
-             "over seeds, so metrics on different scales can share the test (Friedman; Nemenyi post hoc; "
-             f"autorank, Demšar 2006; α = {ALPHA})."]
+def cross_text(cross) -> list[str]:
+    """A ranking's test in words, or why there is none; the pairs told apart; who is left out."""
+    ahead = {}
+    for better, worse in cross.separated:
+        ahead.setdefault(better, []).append(worse)
+    pairs = "; ".join(f"{better} ahead of {', '.join(worse)}" for better, worse in ahead.items()) or "none"
+    lines = []
+    if cross.group != MAIN_GROUP:
+        span = (f" ({plain_number(min(low for low, _ in cross.topics.values()))} to "
+                f"{plain_number(max(high for _, high in cross.topics.values()))} topics)" if cross.topics else "")
+        lines.append(f"Models whose K differs by more than {K_FACTOR:g}× from the median K of a dataset's models{span}: "
+                     "ranked among themselves only, never with the models above, as coherence and diversity depend "
+                     "on K; their own K differ, so read this ranking as descriptive.")
     if cross.result is None:
-        lines.append(f"No test: {cross.reason}.")
+        lines.append(f"No test: {cross.reason}. Mean ranks over {_count(len(cross.datasets), 'dataset')} are shown "
+                     f"with their intervals. Pairs told apart by {cross.separated_by}: {pairs}.")
     else:
         result = cross.result
-        verdict = ("the models differ" if result.pvalue < ALPHA else "no difference among the models is shown")
-        lines.append(f"Friedman's test: p = {format_number(result.pvalue, 2)} ({verdict}). Nemenyi's critical "
-                     f"difference: {format_number(result.cd, 3)}; two models whose mean ranks differ by less are "
-                     "not told apart (joined by a bar in the diagram). Blocks on one dataset share its corpus, so "
-                     "read the test as a guide.")
+        verdict = "some models differ" if result.pvalue < ALPHA else "no difference among the models is shown"
+        lines.append(f"{str(result.omnibus).title()}'s test over {_count(len(cross.datasets), 'dataset')} (the "
+                     f"blocks; autorank, Demšar 2006, α = {ALPHA:g}): p = {format_number(result.pvalue, 2)} "
+                     f"({verdict}). Pairs told apart by {cross.separated_by}: {pairs}.")
+    if cross.not_blocks:
+        lines.append("Not a block of this ranking, as fewer than half of its models were scored there: "
+                     + "; ".join(cross.not_blocks) + ".")
     if cross.left_out:
-        lines.append("Not in the cross-dataset ranking, which needs a score in every block: "
-                     + "; ".join(cross.left_out) + ".")
+        lines.append(f"Not in this ranking, which needs {cross.metric} on every one of its datasets (see each "
+                     "dataset's table): " + "; ".join(cross.left_out) + ".")
     return lines
 
 
@@ -142,17 +166,26 @@ def k_caution(board) -> list[str]:
         return []
     return [f"Caution: K differs by more than {K_FACTOR:g}× among these models ({plain_number(min(topics))} to "
             f"{plain_number(max(topics))} topics); coherence and diversity depend on K, so compare them at matched "
-            "K in the benchmark's report."]
+            f"K in the benchmark's report. Across datasets, a model more than {K_FACTOR:g}× from the median K is "
+            "ranked apart."]
 
 
 def rules_text(leaderboard: Leaderboard) -> list[str]:
     """What ranks and how, as the page states it first."""
     metrics = "; ".join(f"{key} ({'higher' if higher else 'lower'} is better)" for key, higher in leaderboard.headline)
-    return [f"Headline metrics: {metrics}. Each dataset's table is ordered by the first of them a model has; the "
-            "default headline is, of NPMI@10, C_V@10, TD@10 and the LLM's rating and intrusion, those the bundles "
-            "scored; the directions come from the metric registry.",
-            f"Intervals: {CONFIDENCE:.0%} percentile bootstrap over seeds ({BOOTSTRAP_RESAMPLES:,} resamples); a rank's "
-            "interval re-ranks the models on each resample. Only FINISHED fits rank.",
+    return [f"Headline metrics: {metrics}. Each dataset's table is ordered by the first of them the dataset has (a "
+            "model without it below, by the next); the default headline is, of NPMI@10, C_V@10, TD@10 and the "
+            "LLM's rating and intrusion, those the bundles scored; the directions come from the metric registry.",
+            f"Intervals: each score is a mean over seeds with its {LEVEL:.0%} Student-t interval below it (mean ± "
+            f"t(n − 1) · sd/√n, n the seeds column); fewer than {MIN_SEEDS_FOR_INTERVAL} seeds give none; a model whose "
+            f"seeds all gave the same value says \"{DETERMINISTIC}\" and has no interval, never a zero-width one.",
+            f"Ranks: 1 is the best, = marks a tie on the mean, and the brackets hold the ranks the intervals allow: "
+            f"{RANK_BOUNDS_RULE}. Only FINISHED fits rank; a score outside its metric's valid range, or worse than "
+            "the uniform model over the vocabulary (perplexity above V), is shown with its reason and never ranked.",
+            f"Across datasets: each headline metric is ranked on its own with the datasets as blocks (not metrics: "
+            f"the metrics of a dataset come from the same fits); Friedman's test with Nemenyi's critical difference "
+            f"runs only with at least {MIN_DATASETS} datasets; models whose K differs by more than {K_FACTOR:g}× from "
+            "the median K are ranked apart.",
             "Each dataset ranks in one version (fingerprint and preprocessing); fits made with other data or "
             "preprocessing are never ranked with them.",
             *leaderboard.set_aside]
@@ -205,21 +238,39 @@ def settings_lines(leaderboard: Leaderboard) -> list[str]:
             for (model, model_class, bundle, settings), corpora in sorted(used.items())]
 
 
+def diagram_file(cross) -> str:
+    """The file of a ranking's critical-difference diagram."""
+    return f"{Path(CD_IMAGE).stem}_{re.sub(r'[^A-Za-z0-9_.-]', '_', cross.metric)}.png"
+
+
+def _diagram_caption(cross) -> str:
+    fewest = min(low for low, _ in cross.topics.values())
+    most = max(high for _, high in cross.topics.values())
+    return (f"Critical-difference diagram of {cross.metric} (Nemenyi, α = {ALPHA:g}): models at K "
+            f"{plain_number(fewest)} to {plain_number(most)}; models at another K are not in it.")
+
+
+def cross_blocks(leaderboard: Leaderboard, with_diagram: bool) -> list:
+    """The rankings across datasets, one a (metric, K group), each with its test and diagram."""
+    blocks = [("h2", "Across datasets")]
+    for cross in leaderboard.crosses:
+        title = _metric_title(cross.metric, cross.higher)
+        blocks += [("h3", title if cross.group == MAIN_GROUP else f"{title}: models at another K"),
+                   *([cross_table(cross)] if cross.models else []), *(("p", line) for line in cross_text(cross))]
+        if with_diagram and cross.result is not None and cross.group == MAIN_GROUP:
+            blocks.append(("image", diagram_file(cross), _diagram_caption(cross)))
+    return blocks
+
+
 def page_blocks(leaderboard: Leaderboard, with_diagram: bool) -> list:
-    """The page as ("h1" | "h2" | "p", text), :class:`Table` and ("image", file) blocks."""
+    """The page as ("h1" | "h2" | "h3" | "p", text), :class:`Table` and ("image", file, caption) blocks."""
     bundles = ", ".join(f"{b.name} ({b.manifest.get('created', '?')}, topicbench "
                         f"{b.manifest.get('topicbench_version', '?')}, commit {str(b.manifest.get('commit', '?'))[:12]})"
                         for b in leaderboard.bundles)
     blocks = [("h1", "Topic model leaderboard"),
               ("p", f"Built from {_count(len(leaderboard.bundles), 'bundle')}: {bundles}."),
               *(("p", line) for line in rules_text(leaderboard)),
-              ("h2", "Across datasets")]
-    overall = overall_table(leaderboard)
-    if overall:
-        blocks.append(overall)
-    blocks += [("p", line) for line in statistics_text(leaderboard)]
-    if with_diagram:
-        blocks.append(("image", CD_IMAGE))
+              *cross_blocks(leaderboard, with_diagram)]
     for board in leaderboard.datasets:
         blocks += [("h2", f"Dataset: {board.corpus}"),
                    ("p", f"Fingerprint (SHA-256) {board.fingerprint}; source {board.source}; preprocessing "
@@ -238,7 +289,7 @@ def _markdown_table(table: Table) -> str:
         return "| " + " | ".join(markdown_text(cell) for cell in cells) + " |"  # escapes | too
 
     lines = [row(table.headers), "|" + "---|" * len(table.headers)]
-    lines += [row(cell.text for cell in cells) for cells in table.rows]
+    lines += [row(cell.text + (f" {cell.detail}" if cell.detail else "") for cell in cells) for cells in table.rows]
     return "\n".join(lines) + (f"\n\n{markdown_text(table.note)}" if table.note else "")
 
 
@@ -248,113 +299,8 @@ def render_markdown(leaderboard: Leaderboard, with_diagram: bool) -> str:
         if isinstance(block, Table):
             parts.append(_markdown_table(block))
         elif block[0] == "image":
-            parts.append(f"![critical-difference diagram]({block[1]})")
+            parts.append(f"![{markdown_text(block[2])}]({block[1]})")
         else:
-            prefix = {"h1": "# ", "h2": "## ", "p": ""}[block[0]]
+            prefix = {"h1": "# ", "h2": "## ", "h3": "### ", "p": ""}[block[0]]
             parts.append(prefix + markdown_paragraph(markdown_text(block[1])))
     return "\n\n".join(parts) + "\n"
-
-
-def _html_cell(cell: Cell) -> str:
-    sort = "" if cell.sort is None or not math.isfinite(cell.sort) else f' data-sort="{cell.sort!r}"'
-    style = f' style="background:{rank_colour(*cell.rank)}"' if cell.rank else ""
-    css = ' class="rank"' if cell.rank else ""
-    return f'<td{css}{sort}{style} title="{html_attribute(cell.title)}">{html.escape(display_text(cell.text))}</td>'
-
-
-def _html_table(table: Table) -> str:
-    head = "".join(f'<th><button type="button">{html.escape(visible_controls(h))}</button></th>' for h in table.headers)
-    body = "".join("<tr>" + "".join(_html_cell(c) for c in cells) + "</tr>" for cells in table.rows)
-    note = f'<p class="note">{html.escape(table.note)}</p>' if table.note else ""
-    return (f'<div class="scroll"><table class="sortable"><thead><tr>{head}</tr></thead><tbody>{body}</tbody>'
-            f"</table></div>{note}")
-
-
-#: Sorting in the page itself: a click on a header sorts by that column (numbers by their
-#: data-sort value, others by text; an empty cell last), a second click reverses.
-SORT_SCRIPT = """
-document.querySelectorAll('table.sortable').forEach(table => {
-  const headers = Array.from(table.tHead.rows[0].cells);
-  headers.forEach((header, column) => header.querySelector('button').addEventListener('click', () => {
-    const ascending = header.getAttribute('aria-sort') !== 'ascending';
-    headers.forEach(h => h.removeAttribute('aria-sort'));
-    header.setAttribute('aria-sort', ascending ? 'ascending' : 'descending');
-    const key = row => {
-      const cell = row.cells[column];
-      return cell.dataset.sort !== undefined ? Number(cell.dataset.sort) : cell.innerText.trim();
-    };
-    const body = table.tBodies[0];
-    const rows = Array.from(body.rows);
-    rows.sort((a, b) => {
-      const x = key(a), y = key(b);
-      if (x === '—' || y === '—') return (x === '—') - (y === '—');
-      const order = typeof x === 'number' && typeof y === 'number' ? x - y : String(x).localeCompare(String(y));
-      return ascending ? order : -order;
-    });
-    rows.forEach(row => body.appendChild(row));
-  }));
-});
-"""
-
-STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 96rem; padding: 0 1rem; color: #222; }
-.scroll { overflow-x: auto; }
-table { border-collapse: collapse; margin: 0.5rem 0; }
-th, td { border: 1px solid #ccc; padding: 0.25rem 0.5rem; text-align: left; white-space: nowrap; }
-th button { font: inherit; font-weight: bold; background: none; border: none; cursor: pointer; padding: 0; }
-th[aria-sort="ascending"] button::after { content: " ▲"; }
-th[aria-sort="descending"] button::after { content: " ▼"; }
-td.rank { font-weight: bold; }
-.note { font-size: 0.9em; color: #444; }
-"""
-
-
-def render_html(leaderboard: Leaderboard, diagram_svg: str | None) -> str:
-    parts = []
-    for block in page_blocks(leaderboard, diagram_svg is not None):
-        if isinstance(block, Table):
-            parts.append(_html_table(block))
-        elif block[0] == "image":
-            parts.append(f'<figure class="diagram">{diagram_svg}<figcaption>Critical-difference diagram (Nemenyi)'
-                         "</figcaption></figure>")
-        else:
-            parts.append(f"<{block[0]}>{html.escape(display_text(block[1]))}</{block[0]}>")
-    return ('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>Topic model leaderboard</title>'
-            f'<meta name="viewport" content="width=device-width"><style>{STYLE}</style></head><body>'
-            + "\n".join(parts) + f"<script>{SORT_SCRIPT}</script></body></html>\n")
-
-
-def critical_difference_figure(result):
-    """autorank's critical-difference diagram of ``result`` as a matplotlib figure."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from autorank import plot_stats
-    from matplotlib import pyplot
-
-    figure = pyplot.figure(figsize=(8, 0.4 * len(result.rankdf) + 1.5))
-    plot_stats(result, allow_insignificant=True, ax=figure.add_subplot(111))
-    return figure
-
-
-def write_leaderboard(leaderboard: Leaderboard, out) -> list:
-    """Write ``leaderboard.md``, ``leaderboard.html`` and (where there is a test) the diagram
-    into ``out``; the paths written. The same leaderboard writes the same bytes."""
-    folder = make_output_folder(out, "--out")
-    svg, written = None, []
-    if leaderboard.cross.result is not None:
-        import matplotlib
-        from matplotlib import pyplot
-
-        figure = critical_difference_figure(leaderboard.cross.result)
-        figure.savefig(folder / CD_IMAGE, dpi=120, bbox_inches="tight", metadata={"Software": None})
-        buffer = io.StringIO()
-        with matplotlib.rc_context({"svg.hashsalt": "topicbench-leaderboard"}):  # ids from a fixed salt
-            figure.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
-        pyplot.close(figure)
-        svg = buffer.getvalue()
-        svg = svg[svg.index("<svg"):]  # inline: no XML prolog inside HTML
-        written.append(folder / CD_IMAGE)
-    written.append(write_text_atomically(folder / "leaderboard.md", render_markdown(leaderboard, svg is not None)))
-    written.append(write_text_atomically(folder / "leaderboard.html", render_html(leaderboard, svg)))
-    return written

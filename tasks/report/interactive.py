@@ -38,7 +38,7 @@ def _rgba(colour: str, alpha: float) -> str:
 
 
 def _coherence_traces(figure, done: pd.DataFrame, styles: dict, key: str, column: int) -> dict:
-    """A line per model (mean over seeds against N) and its ± sd band; returns model -> mean."""
+    """A line per model (mean over seeds against N) and its 95% t-interval band; returns model -> mean."""
     import plotly.graph_objects as go
 
     sizes, found = static.coherence_curves(done, key, styles)
@@ -76,7 +76,7 @@ def _fit_outliers(figure, curves: dict, column: int, title: str) -> bool:
 
 def coherence_figure(runs: pd.DataFrame, styles: dict, *, corpus: str, measures):
     """:func:`.plots.coherence_figure` as an interactive figure: a panel per measure, the
-    mean over seeds against N per model with a ± sd band."""
+    mean over seeds against N per model with its 95% Student-t interval as a band."""
     from plotly.subplots import make_subplots
 
     done = runs[(runs.status == "FINISHED") & (runs.corpus == corpus)]

@@ -84,7 +84,12 @@ class ReportData:
     topic_scores : dict or None
         (corpus, model, seed) -> each topic's share of the documents and own scores
         (:func:`topicbench.tasks.results.store.collect_topic_scores`), read for the corpora where the
-        models differ in K, for the summary's comparison at matched K; None when not collected.
+        models differ in K, for the K section's prevalence-weighted means and their sensitivity to k
+        (:mod:`~topicbench.tasks.report.k_section`); None when not collected.
+    data_settings : dict or None
+        What the runs rest on: corpora, preprocessing, labels, each model's settings, seeds and
+        package versions (:func:`topicbench.tasks.results.data_settings.data_and_settings`); None
+        when the source holds none.
     """
 
     runs: pd.DataFrame
@@ -96,6 +101,7 @@ class ReportData:
     document_calibration: dict | None = None
     stability: StabilityFindings | None = None
     topic_scores: dict | None = None
+    data_settings: dict | None = None
     generated: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.timezone.utc))
 
     @property

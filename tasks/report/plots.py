@@ -1,12 +1,13 @@
 """The report's plots: matplotlib figures drawn from the run table, and the one function that
 writes them as PNG files.
 
-Every model keeps one colour and one marker across every plot of a report
-(:func:`model_styles`), and legends sit outside the axes so that no curve hides under them.
+Every model keeps one colour and one marker across every plot of a report, of its search and of
+the leaderboard, chosen by its name (:func:`model_colour`, :func:`model_styles`), and legends sit outside the axes so that no curve hides under them.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import warnings
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from topicbench.core.io import replaced_atomically
+from topicbench.core.metrics.stats import MIN_SEEDS_FOR_INTERVAL, seed_interval
 
 logger = logging.getLogger(__name__)
 
@@ -31,11 +33,37 @@ SEED_LINES = ("-", "--", ":", "-.")
 DPI = 110
 
 
+def _asked_place(model: str, size: int) -> int:
+    """The place among ``size`` a model's name asks for: the same in every process and view (a
+    hash of the name, not Python's salted ``hash``)."""
+    return int.from_bytes(hashlib.sha256(str(model).encode()).digest()[:4], "big") % size
+
+
+def model_places(models, size: int = len(COLOURS)) -> dict:
+    """model -> its place among ``size`` (:data:`COLOURS`, or :data:`MARKERS`): the one its name
+    asks for, or, where an earlier name (in name order) took it, the next free one; so the same
+    models get the same colours in a report, a search and a leaderboard, whatever their order."""
+    places, taken = {}, set()
+    for model in sorted(set(map(str, models))):
+        place = _asked_place(model, size)
+        while place in taken and len(taken) < size:
+            place = (place + 1) % size
+        places[model] = place
+        taken.add(place)
+    return places
+
+
+def model_colour(model: str, models=()) -> str:
+    """The colour of ``model`` among ``models`` (those shown beside it), stable by name: every
+    view of the same models (the report's plots, the search's, the leaderboard) draws it alike."""
+    return COLOURS[model_places([*models, model])[str(model)]]
+
+
 def model_styles(models) -> dict:
-    """model -> {"color", "marker"}, fixed by the model's place in ``models`` (the config's order),
-    so a model looks the same in every plot of a report."""
-    return {model: {"color": COLOURS[i % len(COLOURS)], "marker": MARKERS[i % len(MARKERS)]}
-            for i, model in enumerate(models)}
+    """model -> {"color", "marker"}, each model's colour fixed by its name (:func:`model_places`),
+    so a model looks the same in every plot of a report, of its search and of the leaderboard."""
+    colours, markers = model_places(models), model_places(models, len(MARKERS))
+    return {model: {"color": COLOURS[colours[str(model)]], "marker": MARKERS[markers[str(model)]]} for model in models}
 
 
 def _pyplot():
@@ -63,31 +91,33 @@ def _sizes(columns, metric: str) -> list[str]:
     return sorted(found, key=lambda c: int(c.split("@")[1]))
 
 
-def seed_mean_sd(values: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-    """Mean and sd over seeds (rows) per column, NaN where a column has no value (a gap); sd None
-    with one seed."""
+def seed_mean_band(values: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """Mean over seeds (rows) per column, NaN where a column has no value (a gap), and the
+    half-width of its 95% Student-t interval (the band, as the tables' ±: 0 for a deterministic
+    model or a column on fewer than 3 seeds); the band None under 3 seeds."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN N: a gap
         mean = np.nanmean(values, axis=0)
-        sd = np.nanstd(values, axis=0, ddof=1) if len(values) > 1 else None
-    return mean, sd
+    intervals = [seed_interval(column) for column in values.T]
+    band = np.array([i.high - i.mean if i.has_interval else 0.0 for i in intervals])
+    return mean, band if len(values) >= MIN_SEEDS_FOR_INTERVAL else None
 
 
 def coherence_curves(done: pd.DataFrame, key: str, styles: dict) -> tuple[list, list]:
     """The N grid of measure ``key`` and, per model of ``styles`` scored under it, (model, style,
-    mean over seeds, sd over seeds or None)."""
+    mean over seeds, its 95% t-interval's half-width or None: :func:`seed_mean_band`)."""
     columns = _sizes(done.columns, key)
     curves = []
     for model, style in styles.items():
         values = done.loc[done.model == model, columns].to_numpy(dtype=float)
         if values.size and not np.isnan(values).all():
-            curves.append((model, style, *seed_mean_sd(values)))
+            curves.append((model, style, *seed_mean_band(values)))
     return [int(c.split("@")[1]) for c in columns], curves
 
 
 def coherence_figure(runs: pd.DataFrame, styles: dict, *, corpus: str, measures):
     """One panel per measure of ``measures`` ((key, title) pairs): the mean over seeds against N,
-    a line per model with a band of ± sd. An N a model was not scored at (its topics are shorter)
+    a line per model with its 95% Student-t interval over seeds as a band. An N a model was not scored at (its topics are shorter)
     is a gap, so BERTopic's short topics show as the points they have."""
     done = runs[(runs.status == "FINISHED") & (runs.corpus == corpus)]
     panels = [(key, title) for key, title in measures if _sizes(done.columns, key)]

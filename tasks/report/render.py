@@ -1,8 +1,9 @@
 """Rendering a built report as Markdown and as one self-contained HTML page.
 
 The only place numbers become text. Every number is shown to :data:`DIGITS` significant digits
-(never rounding away an integer part: 2585 stays 2585); an :class:`Estimate` is ``mean ± sd``,
-or its mean alone where every seed gave the same value (said once under its table), with
+(never rounding away an integer part: 2585 stays 2585); an :class:`Estimate` is ``mean ± h``, h
+the half-width of its 95% Student-t interval over its n seeds (said once under its table, with
+n), its mean alone under 3 seeds, and ``(det.)`` where every seed gave the same fit, with
 ``(N=…)`` when it was scored at a smaller top-N (grey in HTML) and ``(n=…)`` when it rests on
 fewer seeds than asked for; a table's ``unit`` shows seconds as µs, ms, s, min or h and counts as
 whole numbers; a :class:`Share` is ``k/n``, a missing value a dash; a table's ``formats`` override
@@ -30,17 +31,14 @@ from .interactive import plotly_script
 from .parts import Plot, Report, Section
 from .statistics import Flip
 from .summary import footnote_mark
+from .emphasis import DETERMINISTIC_MARK, NO_SPREAD_NOTE, SAME_VALUE_MARK, SPREAD_NOTE, estimate_notes  # noqa: F401 (said here)
+from .layout import group_notes, grouped
 from .tables import Estimate, Gap, PartialValue, ReportTable, Share, TopicWords
 from .text import display_text, html_attribute, markdown_paragraph, markdown_text, to_html, to_markdown, visible_controls
 
 MISSING = "–"
 #: Significant digits of every number shown (an sd: two).
 DIGITS = 3
-#: Said once under a table where some estimate shows no ± (an sd of exactly 0 over its seeds).
-NO_SPREAD_NOTE = "No ±: the same value on every seed."
-#: Said once under a table whose estimates show a ±: always a standard deviation (over seeds, or over
-#: pairs of seeds for stability), never a standard error, which the reports write ``se``.
-SPREAD_NOTE = "±: a standard deviation (sd), not a standard error."
 #: Durations: (largest value in seconds shown in this unit, unit, seconds per unit); above 120 s
 #: minutes read better than seconds, above 2 h hours.
 DURATION_UNITS = ((1e-3, "µs", 1e-6), (1.0, "ms", 1e-3), (120.0, "s", 1.0), (7200.0, "min", 60.0), (math.inf, "h", 3600.0))
@@ -61,7 +59,8 @@ table.summary th,table.summary td{padding:0.22em 0.4em} table.summary td.number{
 span.rank{white-space:nowrap;font-size:0.92em}
 table.topics{table-layout:fixed;width:100%} table.topics td{font-size:0.95em} table.topics th:first-child{width:9em}
 p.table-note{font-size:0.8em;color:#666;margin:0 0 1.4em}
-div.table-row{display:flex;flex-wrap:wrap;gap:0 2em;align-items:flex-start}
+div.table-row{display:flex;flex-wrap:wrap;gap:0 2em;align-items:flex-start;max-width:100%}
+div.table-row>div.table{flex:0 1 auto} div.table-row p.table-note{contain:inline-size}
 img{max-width:100%;margin:0.5em 0 1.5em;display:block} code{background:#f3f3f3}
 figure.plot{margin:0.5em 0 1.5em;max-width:100%}"""
 
@@ -105,7 +104,7 @@ def _spread(sd: float, mean_decimals: int) -> str:
 
 def same_on_every_seed(value) -> bool:
     """Whether an estimate over several seeds has an sd of 0 (up to rounding noise of its mean)."""
-    return isinstance(value, Estimate) and value.n > 1 and math.isfinite(value.sd) and value.sd <= abs(value.mean) * 1e-9
+    return isinstance(value, Estimate) and value.interval.deterministic
 
 
 def duration_unit(seconds: float) -> tuple:
@@ -113,23 +112,30 @@ def duration_unit(seconds: float) -> tuple:
     return next((unit, size) for limit, unit, size in DURATION_UNITS if abs(seconds) < limit)
 
 
-def format_estimate(value: Estimate, unit: str = "", spread: bool = True) -> str:
-    """``mean ± sd`` (``spread``), the mean in :data:`DIGITS` significant digits and the sd in two;
-    no ± where every seed gave the same value; in the table's ``unit`` (see :func:`format_quantity`)."""
+def format_estimate(value: Estimate, unit: str = "", spread: bool = True, scores: bool = True) -> str:
+    """``mean ± h`` (``spread``; h the half-width of the 95% Student-t interval over the seeds,
+    none under 3 seeds), the mean in :data:`DIGITS` significant digits and h in two; a score whose
+    seeds all gave the same value marked :data:`DETERMINISTIC_MARK` (not ``scores`` or a count:
+    its value alone, e.g. a share of topics answered the same on every seed);
+    in the table's ``unit`` (see :func:`format_quantity`)."""
     scale, suffix = 1.0, ""
     if unit == "seconds" and math.isfinite(value.mean):
         suffix, scale = duration_unit(value.mean)
         suffix = f" {suffix}"
     mean = value.mean / scale
     text = str(round(mean)) if unit == "count" and float(mean).is_integer() else format_number(mean)
-    if spread and value.n > 1 and math.isfinite(value.sd) and not same_on_every_seed(value):
-        text += " ± " + _spread(value.sd / scale, len(text.partition(".")[2]))
+    interval = value.interval
+    if spread and interval.has_interval:
+        text += " ± " + _spread((interval.high - interval.mean) / scale, len(text.partition(".")[2]))
     text += suffix
+    if interval.deterministic and scores and unit != "count":
+        text += f" ({SAME_VALUE_MARK if value.fits_differ else DETERMINISTIC_MARK})"
     if value.scored_at is not None:
         text += f" (N={value.scored_at})"
     if value.expected and value.n < value.expected:
         text += f" (n={value.n})"
-    return text
+    text += footnote_mark(value.mark) if value.footnote and value.mark else ""  # said under its table
+    return text + (f" ({value.unranked})" if value.unranked else "")  # shown, never ranked: why
 
 
 def format_quantity(value: float, unit: str = "") -> str:
@@ -163,7 +169,8 @@ def format_flip(flip: Flip) -> str:
     return f"{flip.first} ({a_base}→{a_other}) vs {flip.second} ({b_base}→{b_other})"
 
 
-def format_value(value, style=None, *, separator: str = "; ", unit: str = "", spread: bool = True) -> str:
+def format_value(value, style=None, *, separator: str = "; ", unit: str = "", spread: bool = True,
+                 scores: bool = True) -> str:
     """One cell as text: ``style`` (a format string or callable) first, then by the value's type."""
     if callable(style):
         return style(value)
@@ -174,7 +181,7 @@ def format_value(value, style=None, *, separator: str = "; ", unit: str = "", sp
     if style is not None:
         return style.format(value)
     if isinstance(value, Estimate):
-        return format_estimate(value, unit, spread)
+        return format_estimate(value, unit, spread, scores)
     if isinstance(value, Share):
         return f"{value.count}/{value.total}"
     if isinstance(value, Flip):
@@ -192,7 +199,8 @@ def format_table(table: ReportTable, *, separator: str = "; ") -> pd.DataFrame:
     """The table's cells as text, one column format or type rule each (no marking)."""
     cells = table.cells
     return pd.DataFrame(
-        {column: [format_value(v, table.formats.get(column), separator=separator, unit=table.unit, spread=table.spread)
+        {column: [format_value(v, table.formats.get(column), separator=separator, unit=table.unit, spread=table.spread,
+                               scores=table.tested)  # a model's scores, tested for the best: said deterministic
                   for v in cells[column]]
          for column in cells.columns},
         index=cells.index, columns=cells.columns,
@@ -200,16 +208,8 @@ def format_table(table: ReportTable, *, separator: str = "; ") -> pd.DataFrame:
 
 
 def table_notes(table: ReportTable) -> list[str]:
-    """The lines under a table: its own note, and that an estimate without ± was the same on
-    every seed (where one is shown so)."""
-    notes = [table.note] if table.note else []
-    values = [value for column in table.cells for value in table.cells[column]]
-    if table.spread and any(isinstance(value, Estimate) and value.n > 1 and math.isfinite(value.sd)
-                            and not same_on_every_seed(value) for value in values):
-        notes.append(SPREAD_NOTE)
-    if table.spread and any(same_on_every_seed(value) for value in values):
-        notes.append(NO_SPREAD_NOTE)
-    return notes
+    """The lines under a table: its own note, and how its estimates read (:func:`~.emphasis.estimate_notes`)."""
+    return ([table.note] if table.note else []) + estimate_notes(table)
 
 
 def _is_number(value) -> bool:
@@ -247,7 +247,8 @@ def _ordered(report: Report) -> tuple[list, list]:
 # ----------------------------------------------------------------------------------------------
 
 
-def markdown_table(table: ReportTable, with_notes: bool = True) -> str:
+def markdown_table(table: ReportTable, with_notes: bool = True, notes: list | None = None) -> str:
+    """The table as Markdown, under it ``notes`` (default: all its :func:`table_notes`)."""
     if table.empty:
         return "(no data)\n"
     text = format_table(table)
@@ -258,8 +259,9 @@ def markdown_table(table: ReportTable, with_notes: bool = True) -> str:
         cells = [_markdown_cell(value, (row, column) in table.best, table.ranks.get((row, column)))
                  for column, value in zip(text.columns, values)]
         lines.append("| " + " | ".join(cells) + " |")
-    if with_notes and table_notes(table):
-        lines.append("\n" + " ".join(map(to_markdown, table_notes(table))))
+    notes = (table_notes(table) if notes is None else notes) if with_notes else []
+    if notes:
+        lines.append("\n" + " ".join(map(to_markdown, notes)))
     return "\n".join(lines) + "\n"
 
 
@@ -270,15 +272,16 @@ def _markdown_cell(text: str, best: bool, rank: int | None = None) -> str:
 
 
 def _markdown_blocks(section: Section, images: dict) -> list[str]:
-    """The blocks of a section; the notes of titled tables read side by side (one metric each)
-    are said once, under the last table that has them."""
-    parts, blocks = [], section.blocks
-    for i, block in enumerate(blocks):
-        if isinstance(block, ReportTable):
-            following = blocks[i + 1] if i + 1 < len(blocks) else None
-            repeated = (isinstance(following, ReportTable) and following.title and block.title
-                        and table_notes(following) == table_notes(block))
-            parts.append(markdown_table(block, with_notes=not repeated))
+    """The blocks of a section; titled tables read side by side (one metric each) keep their own
+    footnotes under each, and the rules they share are said once, under the last of them."""
+    parts = []
+    for block in grouped(section.blocks):
+        if isinstance(block, list):
+            own, shared = group_notes(block)
+            parts += [markdown_table(table, notes=notes) for table, notes in zip(block, own)]
+            parts += [" ".join(map(to_markdown, shared)) + "\n"] if shared else []
+        elif isinstance(block, ReportTable):
+            parts.append(markdown_table(block))
         elif isinstance(block, Plot):
             if block.file_name in images:
                 parts.append(f"![{markdown_text(block.alt)}]({block.file_name})\n")
@@ -346,27 +349,33 @@ def _html_cell(table: ReportTable, row: int, column, text: str, numeric: bool, r
     value = table.cells[column].iloc[row]
     best, rank = (row, column) in table.best, table.ranks.get((row, column))
     classes = [c for c, on in (("number", numeric), ("best", best),
-                               ("smaller-n", isinstance(value, Estimate) and value.scored_at is not None)) if on]
+                               ("smaller-n", isinstance(value, Estimate) and value.not_ranked)) if on]
     content = to_html(text).replace("\n", "<br>")
     content = f"<strong>{content}</strong>" if best else content
     attributes = f" class='{' '.join(classes)}'" if classes else ""
+    tips = [table.tips[(row, column)]] if (row, column) in table.tips else []  # the p behind bold or not
     if rank is not None:  # shown, as the table's note promises, not only on hover
         content += f" <span class='rank'>{circled(rank)}</span>"
-        attributes += (f" style='background:{rank_colour(rank, ranked[column])}'"
-                       f" title='{html_attribute(_rank_tip(value, rank, ranked[column]))}'")
+        attributes += f" style='background:{rank_colour(rank, ranked[column])}'"
+        tips.insert(0, _rank_tip(value, rank, ranked[column]))
+    if tips:
+        attributes += f" title='{html_attribute('; '.join(tips))}'"
     return f"<td{attributes}>{content}</td>"
 
 
 def _rank_tip(value, rank: int, of: int) -> str:
-    """A ranked cell's hover text: its rank, and the seeds behind its mean (mean ± sd over n)."""
+    """A ranked cell's hover text: its rank, and the seeds behind its mean (mean ± the half-width
+    of its 95% t-interval over n)."""
     tip = f"rank {rank} of {of}"
     if isinstance(value, Estimate):
         seeds = "1 seed" if value.n == 1 else f"{value.n} seeds"
-        tip += f"; {format_estimate(replace(value, expected=None))} over {seeds}"
+        shown = format_estimate(replace(value, expected=None))
+        tip += f"; {shown} over {seeds}" + (" (95% Student-t interval)" if value.interval.has_interval else "")
     return tip
 
 
-def html_table(table: ReportTable, with_notes: bool = True) -> str:
+def html_table(table: ReportTable, with_notes: bool = True, notes: list | None = None) -> str:
+    """The table as HTML, under it (in its box) ``notes`` (default: all its :func:`table_notes`)."""
     if table.empty:
         return "<p>(no data)</p>"
     text = format_table(table, separator="\n")
@@ -377,7 +386,8 @@ def html_table(table: ReportTable, with_notes: bool = True) -> str:
                              for column in text.columns) + "</tr>" for row in range(len(text)))
     kind = " summary" if table.ranks else " topics" if any(
         isinstance(value, TopicWords) for column in table.cells for value in table.cells[column]) else ""
-    notes = "".join(f"<p class='table-note'>{to_html(note)}</p>" for note in table_notes(table)) if with_notes else ""
+    notes = (table_notes(table) if notes is None else notes) if with_notes else []
+    notes = "".join(f"<p class='table-note'>{to_html(note)}</p>" for note in notes)
     return (f"<div class='table'><table class='results{kind}'>{caption}<thead>{_html_head(table, text.columns)}</thead>"
             f"<tbody>{''.join(rows)}</tbody></table>{notes}</div>")
 
@@ -397,19 +407,16 @@ def _html_block(block, images: dict, figures: dict) -> str:
 
 def _html_section(section: Section, anchor: str, images: dict, figures: dict) -> str:
     """The heading (with its anchor) and the blocks; titled tables next to each other share a row
-    (they are read side by side: one metric each, same models and corpora), and their notes are
-    said once under the row."""
-    parts, group, notes = [f"<h2 id='{anchor}'>{to_html(section.title)}</h2>"], [], []
-    for block in (*section.blocks, None):
-        if isinstance(block, ReportTable) and block.title:
-            group.append(html_table(block, with_notes=False))
-            notes += [note for note in table_notes(block) if note not in notes]
-            continue
-        if group:
-            said = "".join(f"<p class='table-note'>{to_html(note)}</p>" for note in notes)
-            parts.append(f"<div class='table-row'>{''.join(group)}</div>{said}")
-            group, notes = [], []
-        if block is not None:
+    (they are read side by side: one metric each, same models and corpora), each with its own
+    footnotes directly under it, and the rules they share said once under the row."""
+    parts = [f"<h2 id='{anchor}'>{to_html(section.title)}</h2>"]
+    for block in grouped(section.blocks):
+        if isinstance(block, list):
+            own, shared = group_notes(block)
+            tables = "".join(html_table(table, notes=notes) for table, notes in zip(block, own))
+            said = "".join(f"<p class='table-note'>{to_html(note)}</p>" for note in shared)
+            parts.append(f"<div class='table-row'>{tables}</div>{said}")
+        else:
             parts.append(_html_block(block, images, figures))
     return "".join(parts)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import replace
 from functools import partial
 
+from topicbench.baselines.convergence import tail_rule_in_words
 from topicbench.core.io import file_name_for
 from topicbench.core.metrics.llm_judging import JudgeSettings
 from topicbench.core.metrics.registry import METRICS
@@ -33,12 +34,18 @@ from .tables import (
 )
 from .topics import elda_topics, matched_topics, model_topics, topic_examples, topics_by_label
 from .summary import (
-    direction_words, judged_sample_caution, k_cautions, matched_k_table, metric_name, model_metrics, requested_keys,
-    requested_metrics, score_table, summary_table, unlisted_models_note, unscored_reason, with_chance_flags,
+    direction_words, k_cautions, metric_name, model_metrics, requested_keys,
+    requested_metrics, score_table, summary_table, unlisted_models_note, unscored_reason,
 )
 from .lead import report_lead
+from .k_curves import K_SECTION, k_advice, same_k_groups
+from .data_and_settings import data_settings_blocks
+from .reasons import plot_absences, robustness_reason, topic_count_note, training_absences
+from .verdict import LABEL_KEYS, purity_caution, verdicts
+from .emphasis import with_best_rule
 from .llm_judged import (
     calibration_summary, document_calibration_blocks, document_judging_text, document_topic_counts,
+    judged_sample_caution,
 )
 
 
@@ -47,7 +54,7 @@ REPORT_SECTIONS = Registry("report section")
 
 #: The sections of an ordinary benchmark's report, in order.
 DEFAULT_REPORT_SECTIONS = (
-    "summary", "changed_settings", "notes", "requested_scores", "set1", "coherence", "llm_judged", "diversity", "training", "fit_time", "robustness",
+    "summary", K_SECTION, "changed_settings", "data_and_settings", "notes", "requested_scores", "set1", "coherence", "llm_judged", "diversity", "training", "fit_time", "robustness",
     "stability", "topics", "elda_topics", "failed_runs",
 )
 
@@ -61,10 +68,15 @@ SUMMARY_JUDGED = {"llm_rating": "LLM rating (1-3)", "llm_intrusion": "LLM intrus
 TOPICS_SHOWN, TOPIC_WORDS_SHOWN = 5, TABLE_N
 
 
+# the K section reads the summary's keys from here: registered by name, imported when a report shows it
+REPORT_SECTIONS.register(K_SECTION, lazy="topicbench.tasks.report.k_section:k_section")
+
+
 def build_report(data: ReportData, sections=DEFAULT_REPORT_SECTIONS) -> Report:
     """The report of ``data`` with the named sections (each builder from :data:`REPORT_SECTIONS`)."""
     built = (REPORT_SECTIONS.get(name)(data) for name in sections)
-    return Report(f"topicbench report — {data.experiment}", report_lead(data), tuple(s for s in built if s is not None))
+    return Report(f"topicbench report — {data.experiment}", report_lead(data),
+                  tuple(with_best_rule(s) for s in built if s is not None))  # the test behind bold, once a section
 
 
 #: What an LLM topic model's fit cost (TopicGPT), in the fit table.
@@ -89,11 +101,13 @@ def unshown_section(title: str, reason: str | None, *, opening: bool = False) ->
 
 
 def summary_keys(data: ReportData) -> list[tuple]:
-    """The (score key, title) pairs of the summary: of :data:`SUMMARY_MEASURES` at N = TABLE_N and
-    of :data:`SUMMARY_JUDGED`, those the config asks for (all of them without a config)."""
-    asked = set((data.config or {}).get("metrics") or [*dict(SUMMARY_MEASURES), *SUMMARY_JUDGED])
+    """The (score key, title) pairs of the summary: of :data:`SUMMARY_MEASURES` at N = TABLE_N, of
+    :data:`SUMMARY_JUDGED` and label alignment (:data:`~topicbench.tasks.report.verdict.LABEL_KEYS`,
+    of the ``clustering`` metric), those the config asks for (all of them without a config)."""
+    asked = set((data.config or {}).get("metrics") or [*dict(SUMMARY_MEASURES), *SUMMARY_JUDGED, "clustering"])
     return ([(f"{key}@{TABLE_N}", f"{title}@{TABLE_N}") for key, title in SUMMARY_MEASURES if key in asked]
-            + [(key, title) for key, title in SUMMARY_JUDGED.items() if key in asked])
+            + [(key, title) for key, title in SUMMARY_JUDGED.items() if key in asked]
+            + [pair for pair in LABEL_KEYS if "clustering" in asked])
 
 
 @register_section("summary")
@@ -106,15 +120,15 @@ def summary_section(data: ReportData) -> Section | None:
     if table.empty or not any(table.column_groups.get(column, ("",))[0] not in ("K (topics used)", "seeds")
                               for column in table.cells.columns[1:]):
         return unshown_section("Summary: who wins where", unscored_reason(data, summary_keys(data)), opening=True)
-    matched = matched_k_table(data.topic_scores or {}, [key for key in summary_keys(data) if key[0].partition("@")[0]
-                                                         in dict(COHERENCE_MEASURES)],
-                              models=list(table.cells.model), corpora=data.corpora)
     shown = {group[0] for group in table.column_groups.values()}
     unscored = [(key, title) for key, title in summary_keys(data)
                 if title not in shown and metric_name(key) in requested_metrics(data)]
     missing = (unscored_reason(data, unscored),) if unscored else ()  # a column with no value at all: why
-    return Section("Summary: who wins where", (*k_cautions(data, not matched.empty), *unlisted_models_note(data), table,
-                                               *missing, *(() if matched.empty else (matched,))), opening=True)
+    said = verdicts(table, data.runs, data.corpora, summary_keys(data), seeds_asked=len(data.seeds))
+    k_shown = K_SECTION in ((data.config or {}).get("report_sections") or DEFAULT_REPORT_SECTIONS)
+    advice = partial(k_advice, same_k_groups(data.runs, models=data.models, corpora=data.corpora), shown=k_shown)
+    return Section("Summary: who wins where", (*said, *k_cautions(data, advice), *unlisted_models_note(data), table,
+                                               *missing), opening=True)
 
 
 @register_section("requested_scores")
@@ -122,21 +136,35 @@ def requested_scores_section(data: ReportData) -> Section | None:
     """Every score the config asks for that the summary does not show (held-out, label-based,
     posterior, ...), a models x corpora table each, titled with its direction; a model without a
     value says why. None where the summary shows them all."""
-    in_summary = {metric_name(key) for key, _ in summary_keys(data)}
-    keys = [key for metric in requested_metrics(data) if metric not in in_summary
-            for key in requested_keys(data.runs, metric, TABLE_N)]
+    in_summary = {key for key, _ in summary_keys(data)}
+    # a metric of one score is all in the summary; of several (clustering), the others stay here
+    whole = {metric_name(key) for key in in_summary if not METRICS.get(metric_name(key)).outputs}
+    keys = [key for metric in requested_metrics(data) if metric not in whole
+            for key in requested_keys(data.runs, metric, TABLE_N) if key not in in_summary]
     shown = dict(models=data.models, corpora=data.corpora, expected=len(data.seeds), model_metrics=model_metrics(data))
-    tables = [replace(table, title=f"{key}{direction_words(key)}") for key in keys
-              if not (table := score_table(data.runs, key, **shown)).empty]
+    tables = [replace(table, title=f"{key}{direction_words(key)}", note=purity_caution(key, data, table.note))
+              for key in keys if not (table := score_table(data.runs, key, **shown)).empty]
     if not tables:  # none asked beyond the summary's, or none scored: then why
         return unshown_section("Every other score asked for", unscored_reason(data, [(key, key) for key in keys]))
     described = "; ".join(f"{metric}: {METRICS.get(metric).description} ({METRICS.get(metric).aggregate})"
                           for metric in dict.fromkeys(metric_name(key) for key in keys))
     return Section("Every other score asked for", (
-        "The scores the config asks for that the summary does not show, each with its direction: mean ± sd over "
-        f"seeds (coherence-like scores at N = {TABLE_N}). {described}.",
+        "The scores the config asks for that the summary does not show, each with its direction: mean ± 95% "
+        f"t-interval over seeds (coherence-like scores at N = {TABLE_N}). {described}.",
         *tables,
     ))
+
+
+@register_section("data_and_settings")
+def data_and_settings_section(data: ReportData) -> Section | None:
+    """What the numbers rest on (:mod:`~topicbench.tasks.report.data_and_settings`): corpora,
+    preprocessing, labels, each model's settings, seeds and versions; why not, where the source
+    holds no record (a bundle exported before it was written); None where it was not read."""
+    if data.data_settings is None:
+        return None
+    if data.data_settings.get("absent"):
+        return unshown_section("Data and settings", f"Not shown: {data.data_settings['absent']}.")
+    return Section("Data and settings", data_settings_blocks(data.data_settings, data.corpora, data.models))
 
 
 @register_section("changed_settings")
@@ -160,7 +188,7 @@ def set1_section(data: ReportData) -> Section | None:
         "Experiment Set 1: log posterior with the topics held fixed",
         "Σ log φ_z[w] over all tokens (×10^6, higher is better) for the LDA's own token assignment, "
         "E-LDA run on the LDA's topics with the budget matched to its mean distinct topics per "
-        "document, and RandK (labels shifted cyclically, mean of 30 draws); mean ± sd over seeds.", set1_table(data.runs),
+        "document, and RandK (labels shifted cyclically, mean of 30 draws); mean ± 95% t-interval over seeds.", set1_table(data.runs),
     )
 
 
@@ -186,14 +214,16 @@ def coherence_section(data: ReportData) -> Section | None:
     tables = pivots(data, keys)
     if not tables:
         return unshown_section("Coherence against N", unscored_reason(data, keys))
-    figures = tuple(Plot(f"coherence_{file_name_for(corpus)}.png", f"coherence against N on {corpus}",
-                         partial(plots.coherence_figure, corpus=corpus, measures=COHERENCE_MEASURES),
-                         partial(interactive.coherence_figure, corpus=corpus, measures=COHERENCE_MEASURES))
-                    for corpus in data.corpora)
+    asked = [key for key, _ in keys if metric_name(key) in requested_metrics(data)] or [keys[0][0]]
+    figures = tuple(block for corpus in data.corpora for block in (  # a model not drawn: why, under its plot
+        Plot(f"coherence_{file_name_for(corpus)}.png", f"coherence against N on {corpus}",
+             partial(plots.coherence_figure, corpus=corpus, measures=COHERENCE_MEASURES),
+             partial(interactive.coherence_figure, corpus=corpus, measures=COHERENCE_MEASURES)),
+        *plot_absences(data, corpus, asked)))
     return Section("Coherence against N", (
-        "Mean over seeds (band: ± sd) of each measure over the top-N words of every topic a model uses.",
+        "Mean over seeds (band: its 95% Student-t interval) of each measure over the top-N words of every topic a model uses.",
         *figures,
-        f"The tables compare the models at N = {TABLE_N}: mean ± sd over seeds. A model whose topics have "
+        f"The tables compare the models at N = {TABLE_N}: mean ± 95% t-interval over seeds. A model whose topics have "
         f"fewer than {TABLE_N} words shows its score at the largest N they allow, as (N=…).",
         *tables,
     ))
@@ -228,7 +258,7 @@ def llm_judged_section(data: ReportData) -> Section | None:
         calibration_summary(model, base_url, data.calibration),
         f"Words: {model} rated each model's most prevalent topics (at most {llm.get('max_topics', 50)}) from their top 10 "
         "words, 1 (not very related) to 3 (very related), and picked the odd word out of five top words and an intruder "
-        "(Stammbach et al. 2023; Chang et al. 2009). Mean ± sd over seeds; every question and reply is a trace of its run. "
+        "(Stammbach et al. 2023; Chang et al. 2009). Mean ± 95% t-interval over seeds; every question and reply is a trace of its run. "
         "The shares of topics answered are bookkeeping (how many of the LLM's replies could be read), never marked best.",
         *judged_sample_caution(data, llm.get("max_topics", 50)),
         *words,
@@ -245,8 +275,8 @@ def llm_judged_section(data: ReportData) -> Section | None:
     ) if documents else ()
     usage = [replace(table, unit="" if key == "llm_cost" else "count") for (key, _), table
              in zip(JUDGING_USAGE_COLUMNS, pivots(data, JUDGING_USAGE_COLUMNS, keep_empty=True)) if not table.empty]
-    usage_text = ("What the judging asked of the endpoint, per run (every LLM metric of the run together; mean ± sd over "
-                  "seeds): requests made, replies read from the cache instead, tokens, and the cost where the endpoint "
+    usage_text = ("What the judging asked of the endpoint, per run (every LLM metric of the run together; mean ± 95% "
+                  "t-interval over seeds): requests made, replies read from the cache instead, tokens, and the cost where the endpoint "
                   "states its prices.")
     return Section("Judged by an LLM", (*word_blocks, *document_blocks, *((usage_text, *usage) if usage else ())))
 
@@ -264,13 +294,15 @@ def training_section(data: ReportData) -> Section | None:
     figures = (Plot(f"training_{file_name_for(corpus)}.png", f"training loss curves on {corpus}",
                     partial(plots.training_figure, corpus=corpus), partial(interactive.training_figure, corpus=corpus))
                for corpus in data.corpora)
+    table = training_table(data.runs, corpora=data.corpora, models=data.models)
+    absent = () if table.empty else training_absences(data, set(table.cells.model))  # E-LDA: not iterative
     return table_section(
         "Training and convergence",
         "Every iterative fit logs its loss per epoch (Gibbs: per 10 sweeps) as the MLflow metric history "
-        "training_loss. A run has converged when the loss changed by less than 1% (relative to its final value) "
-        "over the last 10% of its epochs. A model whose package keeps no loss per iteration (NMF, KeyNMF, S3, "
-        "GMM) reports its package's own stopping rule instead, named in the loss column.",
-        training_table(data.runs, corpora=data.corpora, models=data.models), *figures,
+        f"training_loss. {tail_rule_in_words()} A model whose package keeps no loss per iteration (NMF, KeyNMF, "
+        "S3, GMM) reports its package's own stopping rule instead: converged, or stopped at its iteration cap. "
+        "The rule column names the rule that judged each row.",
+        table, *absent, *figures,
     )
 
 
@@ -298,7 +330,8 @@ def robustness_section(data: ReportData) -> Section:
         "by each other metric; Kendall's tau near 1 means the ranking holds. The largest flips name "
         "two models with their ranks under UMass → under the other metric (1 is the best). The number "
         "of topics each model uses is in the fit table above.",
-        ranking_agreement(data.runs, TABLE_N, data.corpora),
+        *((ranking,) if not (ranking := ranking_agreement(data.runs, TABLE_N, data.corpora)).empty
+          else (robustness_reason(data, TABLE_N),)),  # never a bare "(no data)": why, and how to ask for it
     ))
 
 
@@ -306,9 +339,11 @@ STABILITY_TEXT = (
     "The topics of each pair of seeds are matched one to one (Hungarian algorithm) on 1 − the Jensen-Shannon distance "
     "of their word distributions (1: the same topic): the matched similarity is the mean over the larger run's topics "
     "(a topic left without a partner counts 0), a topic reappears when its match reaches 0.5, and the top-10 RBO is "
-    "the same matching on the rank-biased overlap of the top 10 words; mean ± sd over the pairs of seeds. The chance "
-    "level is what the first two seeds reach with the words of each of the second one's topics shuffled (mean of 10 "
-    "shuffles), the level of unrelated topics of the same shapes."
+    "the same matching on the rank-biased overlap of the top 10 words; mean ± 95% t-interval over every pair of seeds. The chance "
+    "level is a permutation distribution: pairs of seeds with the words of one run's topics shuffled, the level of "
+    "unrelated topics of the same shapes; a model is near chance where its similarity is not significantly above it "
+    "(one-sided permutation test). A model whose seeds all give the same fit has one fit, not several: its "
+    "stability is not applicable."
 )
 
 
@@ -318,7 +353,7 @@ def stability_section(data: ReportData) -> Section | None:
     measured for; None when the flow did not read the runs' outputs."""
     if data.stability is None:
         return None
-    tables = [with_chance_flags(table) for table in stability_tables(data.stability, data.corpora, data.models)]
+    tables = stability_tables(data.stability, data.corpora, data.models)
     remarks = stability_remarks(data.stability)
     if not tables and not remarks:
         return None
@@ -365,6 +400,7 @@ def topics_section(data: ReportData) -> Section | None:
         "is the mean over its topics) and, where an LLM judged it, its rating (1-3) and its documents' fit and rank τ "
         "against θ (-1 to 1). A run whose topic-document matrix could not be read shows its first topics in its own "
         "order; one tracked before topics were scored one by one shows no NPMI.",
+        *topic_count_note(data),  # one seed's count here, the mean over seeds in the summary
         *tables,
         *((MATCHED_TOPICS_TEXT, *matched) if matched else ()),
         *((EXAMPLES_TEXT, *examples) if examples else ()),

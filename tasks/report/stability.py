@@ -3,8 +3,12 @@
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 
+from topicbench.core.metrics.stability import NOT_APPLICABLE
+from topicbench.core.metrics.stats import ALPHA
 from topicbench.tasks.report.tables import Estimate, ReportTable, pair_order
 from topicbench.tasks.results.stability import StabilityFindings
 
@@ -16,12 +20,18 @@ STABILITY_COLUMNS = (
     ("matched top-10 RBO", "top_words", "mean"),
     ("chance RBO", "top_words", "chance"),
 )
+#: The column that says, per model, whether each similarity is significantly above its chance level.
+VERDICT_COLUMN = "vs chance"
+#: Short names of the measures in the verdicts.
+MEASURE_NAMES = {"jensen_shannon": "JS", "top_words": "RBO"}
 
 
 def stability_tables(findings: StabilityFindings, corpora=(), models=()) -> list[ReportTable]:
     """One table per corpus (in the order of ``corpora``, others after), models as rows (in the
-    order of ``models``): seeds, and each column of :data:`STABILITY_COLUMNS` as mean ± sd over
-    the pairs of seeds (the chance levels as a mean over the shuffles)."""
+    order of ``models``): seeds, each column of :data:`STABILITY_COLUMNS` (the similarities as
+    mean ± sd over the pairs of seeds, the chance levels as the permutation null's mean ± sd), and
+    :data:`VERDICT_COLUMN`, the permutation test's verdict with its p; the rule under each table.
+    A deterministic model's row says :data:`~topicbench.core.metrics.stability.NOT_APPLICABLE`."""
     table = findings.table
     if table.empty:
         return []
@@ -31,19 +41,69 @@ def stability_tables(findings: StabilityFindings, corpora=(), models=()) -> list
     for corpus, model, position in ordered:
         row = table.iloc[position]
         cells = {"model": model, "seeds": int(row["seeds"])}
+        deterministic = is_deterministic_row(row)
         for title, measure, summary in STABILITY_COLUMNS:
-            cells[title] = _cell(row, measure, summary)
+            cells[title] = None if deterministic else _cell(row, measure, summary)
+        cells[VERDICT_COLUMN] = NOT_APPLICABLE if deterministic else chance_verdict(row)
         tables.setdefault(corpus, []).append(cells)
-    return [ReportTable(pd.DataFrame(rows), title=corpus) for corpus, rows in tables.items()]
+    return [ReportTable(pd.DataFrame(rows), title=corpus, note=chance_rule(table)) for corpus, rows in tables.items()]
+
+
+def is_deterministic_row(row) -> bool:
+    """Whether a findings row is a model whose seeds all gave the same fit (stability not applicable)."""
+    value = row.get("deterministic", 0.0) if hasattr(row, "get") else 0.0
+    return bool(value) and not (isinstance(value, float) and math.isnan(value))
+
+
+def chance_verdict(row) -> str:
+    """"above chance" or "near chance" per measure, with the permutation p (one-sided, at α):
+    near chance where a similarity is not significantly above its chance level."""
+    parts = []
+    for measure, name in MEASURE_NAMES.items():
+        p = row.get(f"{measure}_chance_p") if hasattr(row, "get") else None
+        if p is None or (isinstance(p, float) and math.isnan(p)):
+            if f"{measure}_mean" in row:
+                parts.append(f"{name}: not tested (scored before the permutation test)")
+            continue
+        parts.append(f"{name}: {'above' if p <= ALPHA else 'near'} chance (p = {p:.3g})")
+    return "; ".join(parts) if parts else "not tested"
+
+
+def chance_rule(table: pd.DataFrame) -> str:
+    """The rule under a stability table: how the chance level and the verdict are found."""
+    permutations = table["permutations"].dropna() if "permutations" in table else pd.Series(dtype=float)
+    draws = f"{int(permutations.max())} " if len(permutations) else ""
+    sampled = table["sampled_topics"].dropna() if "sampled_topics" in table else pd.Series(dtype=float)
+    sampling = (f" Where a run has many topics, a draw shuffles a sample of them ({int(sampled.min())}–"
+                f"{int(sampled.max())} here), so that the draws cost about what the seeds' own comparison does: an "
+                "upper estimate, so the test errs toward \"near chance\"; [± its sampling error] follows."
+                if len(sampled) else "")
+    return (f"Chance: mean ± sd of {draws}permutation draws, each a pair of seeds (taken in turn) with the words of "
+            "one run's topics shuffled. vs chance: one-sided permutation test of the matched similarity over every "
+            f"pair of seeds against those draws; \"above chance\" where p ≤ α = {ALPHA:g}, else \"near chance\", "
+            f"where \"topics reappearing\" says nothing.{sampling} {NOT_APPLICABLE.capitalize()}: every seed gave "
+            "the same fit, so there is nothing to compare.")
 
 
 def _cell(row: pd.Series, measure: str, summary: str):
     if f"{measure}_mean" not in row:
         return None
     if summary == "chance":
-        return float(row[f"{measure}_chance"])
+        return _chance_cell(row, measure)
     prefix = f"{measure}_share" if summary == "share" else measure
     return Estimate(float(row[f"{prefix}_mean"]), float(row[f"{prefix}_sd"]), int(row["pairs"]))
+
+
+def _chance_cell(row: pd.Series, measure: str):
+    """The chance level as mean ± sd of its permutation draws (and [± sampling error] where its
+    topics were sampled); a bare mean for findings scored before the permutation test."""
+    chance = float(row[f"{measure}_chance"])
+    sd = row.get(f"{measure}_chance_sd")
+    if sd is None or math.isnan(float(sd)):
+        return chance
+    error = float(row.get(f"{measure}_chance_error", 0.0) or 0.0)
+    text = f"{chance:.3f} ± {float(sd):.3f}"
+    return f"{text} [± {error:.3f}]" if error > 0 else text
 
 
 def stability_remarks(findings: StabilityFindings) -> tuple:

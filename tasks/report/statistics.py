@@ -13,10 +13,10 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
-from topicbench.core.metrics.stats import paired_test
+from topicbench.core.metrics.stats import ALPHA, holm, paired_test
 
 from .summary import gap_reason
-from .tables import ReportTable, Share, best_rows, estimate, finished_runs, higher_is_better
+from .tables import ReportTable, Share, estimate, finished_runs, higher_is_better
 
 #: Set 1's three log posteriors (the E-LDA paper's experiments): the LDA's own assignment, E-LDA on its topics, RandK.
 SET1_COLUMNS = (
@@ -32,23 +32,47 @@ TAU_MODELS_ENOUGH = 5
 def set1_table(runs: pd.DataFrame) -> ReportTable:
     """Per corpus and LDA variant: the log posterior (x10^6) of the LDA's own token assignment,
     of E-LDA on its topics and of RandK, how often E-LDA beats the LDA, and the paired t-test's
-    p-value of E-LDA against the LDA across seeds. The best of the three is marked per row."""
+    p-value of E-LDA against the LDA across seeds. The best of the three is bold in its row where
+    it beats both others by the paired t-test over the seeds, Holm-corrected (:func:`paired_best`)."""
     keys = [key for key, _ in SET1_COLUMNS]
     done = finished_runs(runs)
     if not set(keys) <= set(done.columns):
         return ReportTable(pd.DataFrame())
-    rows, best = [], set()
+    rows, best, tips = [], set(), {}
     for (corpus, model), group in done.dropna(subset=keys).groupby(["corpus", "model"]):
         own, elda, randk = (group[key].to_numpy() / 1e6 for key in keys)
         p = paired_test(elda, own).p_value if len(group) >= 2 else None
         row = {"corpus": corpus, "LDA variant": model, "seeds": len(group)}
         row.update({title: estimate(values) for (_, title), values in zip(SET1_COLUMNS, (own, elda, randk))})
         row.update({"E-LDA > LDA in": Share(int((elda > own).sum()), len(group)), "paired p (E-LDA vs LDA)": p})
-        means = [row[title].mean for _, title in SET1_COLUMNS]
-        best.update((len(rows), SET1_COLUMNS[i][1]) for i in best_rows(means, _common_direction(keys)))
+        higher = _common_direction(keys)
+        if higher is not None:
+            top, largest = paired_best([own, elda, randk], higher)
+            cell = (len(rows), SET1_COLUMNS[top][1])
+            tips[cell] = ("the best mean; paired t against the other two, Holm-adjusted: "
+                          + (f"largest p {largest:.2g}" if largest is not None else "not testable (fewer than 2 seeds, "
+                                                                                   "or differences that do not vary)"))
+            best.update([cell] if largest is not None and largest < ALPHA else [])
         rows.append(row)
-    note = "Bold: the best of the three log posteriors in each row (higher is better)."
-    return ReportTable(pd.DataFrame(rows), frozenset(best), {"paired p (E-LDA vs LDA)": "{:.2g}"}, note)
+    note = ("Bold: the best of the three log posteriors in its row (higher is better) where it beats both others by the "
+            f"paired t-test over the seeds, Holm-corrected, at α = {ALPHA:g} (p in the hover).")
+    return ReportTable(pd.DataFrame(rows), frozenset(best), {"paired p (E-LDA vs LDA)": "{:.2g}"}, note, tips=tips)
+
+
+def paired_best(samples: list, higher: bool) -> tuple[int, float | None]:
+    """The position of the best mean of ``samples`` (arrays over the same seeds, in the same
+    order) and the largest Holm-adjusted p of the paired t-test of it against each other one; None
+    where one cannot be tested (fewer than 2 seeds, or differences the same on every seed: a test
+    on zero variance says nothing)."""
+    means = [float(np.mean(sample)) for sample in samples]
+    top = int(np.argmax(means) if higher else np.argmin(means))
+    raw = []
+    for i, other in enumerate(samples):
+        differences = np.asarray(samples[top], dtype=float) - np.asarray(other, dtype=float)
+        if i != top:
+            raw.append(None if differences.size < 2 or np.ptp(differences) == 0 else paired_test(samples[top], other).p_value)
+    adjusted = holm(raw)
+    return top, None if any(p is None for p in adjusted) else max(adjusted, default=None)
 
 
 def _common_direction(keys) -> bool | None:
@@ -113,9 +137,13 @@ def ranking_agreement(runs: pd.DataFrame, n: int = 10, corpora=None) -> ReportTa
                 "best under UMass": _best_model(pair[base], base_higher),
                 "best under the other": _best_model(pair[column], other_higher),
             })
-    few = sorted({row["models"] for row in rows if row["models"] < TAU_MODELS_ENOUGH})
-    note = (f"Caution: over {' or '.join(map(str, few))} models, Kendall's tau takes only a few values (3 models: "
-            "-1, -1/3, 1/3 or 1), so one swapped pair moves it far: read it as a hint, not evidence." if few else "")
+    counts = sorted({row["models"] for row in rows})
+    few = [count for count in counts if count < TAU_MODELS_ENOUGH]
+    # descriptive: the models are all there are, not a sample, and over a few an interval on τ would say little
+    note = (f"Kendall's tau is descriptive, over {' or '.join(map(str, counts))} models' means: no interval. " if rows else "")
+    note += (f"Caution: over {' or '.join(map(str, few))} models, Kendall's tau takes only a few values (3 models: "
+             "-1, -1/3, 1/3 or 1), so one swapped pair moves it far: read it as a hint, not evidence." if few else "")
+    note = note.strip()
     left_out = _not_ranked(runs, base, corpora or sorted(done.corpus.unique()))
     if rows and left_out:  # a model without the base score is in no ranking: say which and why
         note = f"{note} Not ranked, without UMass@{n}: {'; '.join(left_out)}.".strip()

@@ -2,11 +2,12 @@
 noise, the objectives' disagreement); the setting chosen per model and why, and its fit's topics
 (and the first topics found at each searched K, or each value of the first searched dimension);
 each objective against K (or the first searched dimension), one y-scale per objective and one
-colour per model, mean ± sd over seeds as a band; the Pareto front where there are several
-objectives; the trials' cost and the shared work; and the chosen config.
+colour per model, the mean over seeds with its 95% Student-t interval as a band; the Pareto front
+where there are several objectives; the trials' cost and the shared work; and the chosen config.
 
-Every ± says what it is: a table's ``mean ± sd`` columns carry the seeds' standard deviation, and a
-standard error is always written ``se``.
+Every ± says what it is: a table's ``mean ± 95% t`` columns carry the half-width of the Student-t
+interval over the seeds (none under 3 seeds; a deterministic model said so), and the one-standard-
+error rule's standard error is always written ``se``.
 
 Built from the search's outcome (:func:`topicbench.flows.search.summarise`) into the report
 blocks the benchmark report uses (:mod:`.sections`), rendered by the same functions.
@@ -23,6 +24,7 @@ import yaml
 
 from topicbench.core.io import OutputPathError, file_name_for, make_output_folder, write_text_atomically
 from topicbench.core.search_space import NUM_TOPICS, point_text
+from topicbench.core.metrics.stats import seed_interval
 from topicbench.core.selection import pareto_front
 
 from .write import ReportWriteError
@@ -30,7 +32,7 @@ from .interactive import interactive_plots
 from .plots import write_plots
 from .render import render_html, render_markdown
 from .parts import Plot, Report, Section
-from .tables import Estimate, ReportTable
+from .tables import Estimate, ReportTable, estimate
 from .text import Code, Markdown, Text
 
 CHOSEN_CONFIG = "chosen.yaml"
@@ -75,10 +77,10 @@ def _recommendation_section(recommendations) -> Section:
         rows = [_recommendation_row("recommended", recommendation.label, recommendation.point, recommendation.summary,
                                     recommendation.objective)]
         rows += [_recommendation_row("within noise", *item, recommendation.objective) for item in recommendation.runners_up]
-        rows += [_recommendation_row("not told apart (no se)", *item, recommendation.objective)
+        rows += [_recommendation_row("not testable against it", *item, recommendation.objective)
                  for item in recommendation.undecided]
         blocks.append(ReportTable(pd.DataFrame(rows), title=recommendation.corpus if len(recommendations) > 1 else "",
-                                  note=f"The rule: {recommendation.rule}. se: the standard error of a mean over seeds."))
+                                  note=f"The rule: {recommendation.rule}."))
         blocks.append(f"On {recommendation.corpus}: {recommendation.headline()}.")
         if recommendation.disagreements:
             blocks.append("The objectives disagree: " + "; ".join(recommendation.disagreements) + ".")
@@ -88,8 +90,8 @@ def _recommendation_section(recommendations) -> Section:
 
 
 def _recommendation_row(role: str, label: str, point, summary, objective: str) -> dict:
-    return {"": role, "model": label, "setting": point_text(point), f"{objective} mean": summary.mean,
-            "se": summary.se if math.isfinite(summary.se) else None, "seeds": summary.n}
+    return {"": role, "model": label, "setting": point_text(point), _spread_label(objective): _estimate(summary.scores),
+            "seeds": summary.n}
 
 
 def _chosen_section(choices, objectives) -> Section:
@@ -108,7 +110,8 @@ def _chosen_section(choices, objectives) -> Section:
     where = (f"{files[0]} beside this report: `topicbench run {files[0]}`" if len(files) == 1 else
              "one file per corpus beside this report, each with that corpus's own choices: "
              + ", ".join(f"`topicbench run {name}`" for name in files))
-    note = Markdown("The rule's se is the standard error of the best mean. The chosen config (every model at its "
+    note = Markdown("The rule's se is the standard error of the best mean (sd / √seeds; none for a deterministic "
+                    "point, whose seeds gave one fit). The chosen config (every model at its "
                     f"choice, labelled as in the search, so it fits nothing the search fitted) is {where}.")
     blocks = [ReportTable(pd.DataFrame(rows), note=note)]
     for choice in choices:
@@ -153,7 +156,7 @@ def _searched_topics_table(choice, words: int, per_value: int) -> ReportTable:
 
 def _curves_section(choices, objectives) -> Section:
     blocks = ["Each objective against the first searched dimension (K where it is searched): the mean over seeds, "
-              "the band ± one sd; one colour per model, one y-scale per objective across models (compare the panels "
+              "the band its 95% Student-t interval (none under 3 seeds); one colour per model, one y-scale per objective across models (compare the panels "
               "of a row directly); other searched dimensions draw one line style per value."]
     for corpus in dict.fromkeys(c.corpus for c in choices):
         corpus_choices = [c for c in choices if c.corpus == corpus]
@@ -179,7 +182,7 @@ def _curve_lines(choice, objective) -> tuple[str, list]:
         xs = [t["point"].get(x_name, 0) for t in members]
         values = [_finite(t["per_seed"].get(objective.key, [])) for t in members]
         means = np.array([np.mean(v) if v else np.nan for v in values])
-        sds = np.array([np.std(v, ddof=1) if len(v) > 1 else 0.0 for v in values])
+        sds = np.array([_half_width(v) for v in values])  # the t-interval's half-width: the band
         positions = xs if all(isinstance(x, (int, float)) for x in xs) else list(range(len(xs)))
         chosen = None
         if choice.point and all(choice.point.get(n) == v for n, v in key) and choice.point.get(x_name) in xs:
@@ -193,7 +196,7 @@ def _objective_label(objective) -> str:
 
 
 def _curves_figure(choices, objectives):
-    from .plots import COLOURS, MARKERS, _pyplot
+    from .plots import MARKERS, _pyplot, model_colour
 
     plt = _pyplot()
     drawable = [c for c in choices if any(t["state"] == "COMPLETE" for t in c.trials)]
@@ -202,7 +205,7 @@ def _curves_figure(choices, objectives):
     figure, axes = plt.subplots(len(objectives), len(drawable), figsize=(4.2 * len(drawable), 3.0 * len(objectives)),
                                 squeeze=False, sharey="row")  # one scale per objective: panels compare directly
     for column, choice in enumerate(drawable):
-        colour = COLOURS[column % len(COLOURS)]  # one colour per model, in every row
+        colour = model_colour(choice.label, [c.label for c in drawable])  # the model's, as in its report
         for row, objective in enumerate(objectives):
             axis = axes[row][column]
             x_label, lines = _curve_lines(choice, objective)
@@ -230,7 +233,7 @@ def _curves_interactive(choices, objectives, corpus: str):
     from plotly.subplots import make_subplots
 
     from .interactive import SYMBOLS, figure_layout
-    from .plots import COLOURS, MARKERS
+    from .plots import MARKERS, model_colour
 
     drawable = [c for c in choices if any(t["state"] == "COMPLETE" for t in c.trials)]
     if not drawable:
@@ -239,7 +242,7 @@ def _curves_interactive(choices, objectives, corpus: str):
                            vertical_spacing=0.6 / len(objectives), horizontal_spacing=0.08,
                            shared_yaxes=True)  # one scale per objective (row) across models
     for column, choice in enumerate(drawable, start=1):
-        colour = COLOURS[(column - 1) % len(COLOURS)]  # one colour per model, in every row
+        colour = model_colour(choice.label, [c.label for c in drawable])  # the model's, as in its report
         for row, objective in enumerate(objectives, start=1):
             x_label, lines = _curve_lines(choice, objective)
             for i, (label, xs, positions, means, sds, chosen) in enumerate(lines):
@@ -249,7 +252,7 @@ def _curves_interactive(choices, objectives, corpus: str):
                     line={"color": colour, "dash": DASHES[i % len(DASHES)]},
                     marker={"symbol": SYMBOLS[MARKERS[i % len(MARKERS)]], "size": 7},
                     customdata=[str(x) for x in xs],
-                    hovertemplate=f"{label}<br>{x_label}=%{{customdata}}: mean %{{y:.4g}} ± sd %{{error_y.array:.2g}}<extra></extra>",
+                    hovertemplate=f"{label}<br>{x_label}=%{{customdata}}: mean %{{y:.4g}} ± %{{error_y.array:.2g}} (95% t)<extra></extra>",
                 ), row=row, col=column)
                 if chosen is not None:
                     figure.add_vline(x=chosen, line={"color": "#555", "dash": "dot", "width": 1}, row=row, col=column)
@@ -274,7 +277,7 @@ def _pareto_section(choices, objectives) -> Section:
             trial = trials[int(index)]
             rows.append({"corpus": choice.corpus, "model": choice.label, "setting": point_text(trial["point"]),
                          **{_spread_label(o.key): _estimate(trial["per_seed"].get(o.key, [])) for o in objectives}})
-    note = "Trials no other trial of the model beats on every objective (means over seeds; ± is one sd)."
+    note = "Trials no other trial of the model beats on every objective (means over seeds)."
     return Section("Pareto front", (ReportTable(pd.DataFrame(rows), note=note),))
 
 
@@ -287,12 +290,12 @@ def _trials_section(choices, objectives) -> Section:
                          "seeds": len(trial["seeds"]),
                          **{_spread_label(o.key): _estimate(trial["per_seed"].get(o.key, [])) for o in objectives},
                          "fit s (sum over seeds)": round(sum(trial["fit_seconds"]), 2)})
-    return Section("Trials", (ReportTable(pd.DataFrame(rows), note="mean ± sd over seeds (stability: over pairs of seeds)."),))
+    return Section("Trials", (ReportTable(pd.DataFrame(rows), note="Each objective: the mean over the trial's seeds."),))
 
 
 def _spread_label(key: str) -> str:
-    """A column of :class:`Estimate` cells, its ± named: ``npmi@10 (mean ± sd)``."""
-    return f"{key} (mean ± sd)"
+    """A column of :class:`Estimate` cells, its ± named: ``npmi@10 (mean ± 95% t)``."""
+    return f"{key} (mean ± 95% t)"
 
 
 def _cost_section(choices, counts) -> Section:
@@ -339,11 +342,13 @@ def _on_corpus(chosen: dict, chosen_configs: dict) -> str:
 
 
 def _estimate(values) -> Estimate | None:
-    finite = _finite(values)
-    if not finite:
-        return None
-    sd = float(np.std(finite, ddof=1)) if len(finite) > 1 else math.nan
-    return Estimate(float(np.mean(finite)), sd, len(finite))
+    return estimate(_finite(values))
+
+
+def _half_width(values) -> float:
+    """The half-width of the 95% Student-t interval of ``values``' mean; 0 (no band) without one."""
+    interval = seed_interval(values) if values else None
+    return interval.high - interval.mean if interval is not None and interval.has_interval else 0.0
 
 
 def _finite(values) -> list:

@@ -5,17 +5,18 @@ report's data, :class:`~topicbench.tasks.report.parts.ReportData`, for the parag
 
 - the summary's table (:func:`summary_table`): beside each model's scores its K (the topics it
   used) and the seeds its cells rest on; where models differ in K by more than
-  :data:`K_FACTOR` times a caution (:func:`k_cautions`) and the comparison at matched K
-  (:func:`matched_k_table`: each model's K most prevalent topics, K the fewest among them);
+  :data:`K_FACTOR` times a caution (:func:`k_cautions`) that points to the K section
+  (:mod:`~topicbench.tasks.report.k_section`: scores against K, verdicts only at the same K);
 - every other requested score, a table each (:func:`score_table`), with its direction;
 - a reason for every missing value (:class:`~topicbench.tasks.report.tables.Gap`,
   :func:`gap_reason`), numbered as a footnote under its table (:func:`mark_gaps`), and beside a
   coherence's gap for top words out of the reference, its value over the words the reference
   has (:func:`gap`);
-- the cautions on small samples and chance: LLM scores on few topics or one seed
-  (:func:`judged_sample_caution`), a stability at chance (:func:`with_chance_flags`).
+- the caution on LLM scores over few topics or one seed is
+  :func:`~topicbench.tasks.report.llm_judged.judged_sample_caution` (a stability's test against
+  chance is :func:`~topicbench.tasks.report.stability.chance_verdict`).
 
-Bold follows one rule everywhere (:func:`~topicbench.tasks.report.tables.clear_best`).
+Bold follows one stated test everywhere (:func:`~topicbench.tasks.report.tables.bold_best`).
 """
 
 from __future__ import annotations
@@ -31,9 +32,9 @@ from topicbench.core.metrics.registry import METRICS, metric_for_key
 from topicbench.core.validation import InputError
 
 from .tables import (
-    NOISE_RULE, RUNNING, Estimate, Gap, PartialValue, ReportTable, any_scored_smaller, clear_best, estimate, failed_runs,
-    finished_runs, higher_is_better, interrupted_runs, metric_estimates, metric_pivot, ranked_means, ranks_of,
-    scored_sizes,
+    RUNNING, Estimate, Gap, PartialValue, ReportTable, any_scored_smaller, estimate, failed_runs, finished_runs,
+    higher_is_better, interrupted_runs, metric_estimates, metric_pivot, ranked_means, ranks_of, scored_sizes,
+    bold_best,
 )
 from .text import Markdown, Text
 
@@ -50,14 +51,14 @@ def summary_table(runs: pd.DataFrame, keys, *, models, corpora, expected: int | 
     """Who wins where: models as rows; per corpus, K (the topics each model used, mean over its
     seeds) and the seeds its cells rest on, then one column per (score key, corpus), each cell
     the mean over seeds, ranked within its column by the metric's direction (values scored at a
-    smaller N take no part) and bold only where it stands out of the seeds' noise
-    (:func:`~topicbench.tasks.report.tables.clear_best`). A cell without a value says why
+    smaller N take no part) and bold only where the stated test finds it better than every other
+    (:func:`~topicbench.tasks.report.tables.bold_best`). A cell without a value says why
     (:class:`~topicbench.tasks.report.tables.Gap`, :func:`gap_reason`).
     ``keys`` are (score key, title) pairs, e.g. ``("umass@10", "UMass@10")``; ``model_metrics``
     maps a model to the metrics asked of it, where the config restricts them."""
     estimates = {key: metric_estimates(runs, key, expected) for key, _ in keys}
     models = [model for model in models if (runs.model == model).any()]  # one that failed throughout says why
-    columns, groups, ranks, best = {}, {}, {}, set()
+    columns, groups, ranks, best, tips = {}, {}, {}, set(), {}
     for corpus in corpora:
         used = [topics_used(runs, corpus, model) for model in models]
         if any(k is not None for k in used):  # a store tracked before K was logged has none
@@ -70,62 +71,29 @@ def summary_table(runs: pd.DataFrame, keys, *, models, corpora, expected: int | 
             values = [estimates[key].get((corpus, model)) for model in models]
             if all(value is None for value in values):
                 continue
-            _add_ranked_column(columns, groups, ranks, best, (title, corpus), values, key)
+            _add_ranked_column(columns, groups, ranks, best, (title, corpus), values, key, tips)
             for row, model in enumerate(models):
                 if values[row] is None:
                     values[row] = gap(runs, corpus, model, key, (model_metrics or {}).get(model))
     cells, footnotes = mark_gaps(pd.DataFrame({"model": models, **{column: pd.Series(values, dtype=object)
                                                                    for column, values in columns.items()}}))
     note = _summary_note(keys, any_scored_smaller(cells, columns)) + footnotes
-    return ReportTable(cells, frozenset(best), note=note, ranks=ranks, spread=False, column_groups=groups)
+    return ReportTable(cells, frozenset(best), note=note, ranks=ranks, spread=False, column_groups=groups, tips=tips,
+                       tested=True)
 
 
-def _add_ranked_column(columns: dict, groups: dict, ranks: dict, best: set, group: tuple, values: list, key: str) -> None:
-    """Add the column ``"title · corpus"`` of ``values`` (one per model) with its ranks and its
-    clear best (:func:`~topicbench.tasks.report.tables.clear_best`), by ``key``'s direction."""
+def _add_ranked_column(columns: dict, groups: dict, ranks: dict, best: set, group: tuple, values: list, key: str,
+                       tips: dict) -> None:
+    """Add the column ``"title · corpus"`` of ``values`` (one per model) with its ranks, its
+    tested best (:func:`~topicbench.tasks.report.tables.bold_best`) and the p-values behind it
+    (``tips``, the cells' hovers), by ``key``'s direction."""
     column = f"{group[0]} · {group[1]}"
     columns[column], groups[column] = values, group
     for row, rank in ranks_of(ranked_means(values), higher_is_better(key)).items():
         ranks[(row, column)] = rank
-    best.update((row, column) for row in clear_best(values, higher_is_better(key)))
-
-
-def matched_k_table(topic_scores: Mapping, keys, *, models, corpora) -> ReportTable:
-    """The summary's per-topic metrics at matched K: on each corpus, each model scored on its K
-    most prevalent topics, K the fewest topics any of the models has there (each run's mean over
-    those topics, then the mean over its seeds), ranked and marked as the summary is.
-
-    ``topic_scores`` maps (corpus, model, seed) to a frame with a row per topic: its ``share`` of
-    the documents and a column per score key (``npmi@10``: the topic's own score); ``keys`` are
-    (score key, title) pairs of metrics that average over topics (coherence; not diversity, a
-    property of the whole set). A model without per-topic scores gets a :class:`~topicbench.tasks.report.tables.Gap`."""
-    columns, groups, ranks, best = {}, {}, {}, set()
-    for corpus in corpora:
-        frames = {(model, seed): frame for (c, model, seed), frame in topic_scores.items() if c == corpus}
-        present = [model for model in models if any(m == model for m, _ in frames)]
-        if len(present) < 2:
-            continue
-        k = min(len(frame) for (model, _), frame in frames.items() if model in present)
-        columns[f"K · {corpus}"], groups[f"K · {corpus}"] = [k] * len(models), ("K", corpus)  # the K scored at
-        for key, title in keys:
-            values = []
-            for model in models:
-                means = [frame.nlargest(k, "share")[key].mean() for (m, _), frame in frames.items()
-                         if m == model and key in frame]
-                values.append(estimate(means) or Gap(f"{model}'s runs hold no per-topic {key} (tracked before topics "
-                                                     "were scored one by one, or the metric does not apply)"))
-            if not any(isinstance(value, Estimate) for value in values):
-                continue
-            _add_ranked_column(columns, groups, ranks, best, (title, corpus), values, key)
-    if not any(column.partition(" · ")[0] != "K" for column in columns):
-        return ReportTable(pd.DataFrame())
-    cells, footnotes = mark_gaps(pd.DataFrame({"model": pd.Series(models, dtype=object),
-                                               **{c: pd.Series(v, dtype=object) for c, v in columns.items()}}))
-    note = ("At matched K: each model's K most prevalent topics (by their share of the documents), K the fewest "
-            "topics among the models on that corpus; each cell the mean of those topics' own scores, then over seeds, "
-            f"and its rank; bold: {NOISE_RULE}." + footnotes)
-    return ReportTable(cells, frozenset(best), note=note, ranks=ranks, spread=False, column_groups=groups,
-                       title="At matched K: the same number of topics for every model")
+    rows, found = bold_best(values, higher_is_better(key))
+    best.update((row, column) for row in rows)
+    tips.update({(row, column): tip for row, tip in found.items()})
 
 
 def model_runs(runs: pd.DataFrame, corpus: str, model: str) -> pd.DataFrame:
@@ -166,7 +134,7 @@ def _summary_note(keys, shorter: bool) -> str:
     rule = (f"K: the topics each model used (mean over its seeds); seeds: the finished seeds its cells rest on "
             f"(a cell on fewer says n=…). Each other cell: the mean over seeds{at}, and its rank in its column "
             f"(1: the best; {order}). Bold: the best mean{' among the models scored' + at if at else ''}, "
-            f"{NOISE_RULE}.")
+            "where the test under this section finds it better than every other.")
     if shorter and sizes:
         rule += (f" A value scored at a smaller N (N=…: the model's topics have fewer than {sizes[0]} words) is shown "
                  "in grey and not ranked.")
@@ -183,22 +151,28 @@ def footnote_mark(mark: int) -> str:
 
 
 def mark_gaps(cells: pd.DataFrame) -> tuple[pd.DataFrame, str]:
-    """``cells`` with each :class:`~topicbench.tasks.report.tables.Gap` numbered by its reason (row
-    by row, the first reason ¹), and the footnotes that say each reason once (empty where there
-    is no gap), to end a note."""
+    """``cells`` with each :class:`~topicbench.tasks.report.tables.Gap` numbered by its reason, and
+    each :class:`~topicbench.tasks.report.tables.Estimate` with a footnote by it (row by row, the
+    first ¹), and the footnotes that say each once (a gap's after a dash; empty where there is
+    none), to end a note."""
     marks: dict = {}
     for row in cells.itertuples(index=False):
         for value in row:
-            if isinstance(value, Gap):
-                marks.setdefault(value.reason, len(marks) + 1)
+            if _footnote(value):
+                marks.setdefault(_footnote(value), (len(marks) + 1, "–" if isinstance(value, Gap) else ""))
     if not marks:
         return cells, ""
-    marked = pd.DataFrame({column: pd.Series([replace(value, mark=marks[value.reason]) if isinstance(value, Gap)
+    marked = pd.DataFrame({column: pd.Series([replace(value, mark=marks[_footnote(value)][0]) if _footnote(value)
                                               else value for value in cells[column]], index=cells.index, dtype=object)
                            for column in cells.columns})
     partial = any(isinstance(value, Gap) and value.partial for column in cells for value in cells[column])
-    return marked, " " + " ".join(f"–{footnote_mark(mark)} {reason}." for reason, mark in marks.items()) + (
+    return marked, " " + " ".join(f"{dash}{footnote_mark(mark)} {reason}." for reason, (mark, dash) in marks.items()) + (
         f" {IN_REFERENCE_NOTE}" if partial else "")
+
+
+def _footnote(value) -> str:
+    """What a cell says under its table: a gap's reason, an estimate's footnote; empty otherwise."""
+    return value.reason if isinstance(value, Gap) else value.footnote if isinstance(value, Estimate) else ""
 
 
 #: What a gap's "(in-reference words: …)" is, said under its table.
@@ -288,9 +262,12 @@ def score_table(runs: pd.DataFrame, key: str, *, models, corpora, expected: int 
         for row, model in enumerate(present):
             if not isinstance(values[row], Estimate):
                 values[row] = gap(runs, corpus, model, key, (model_metrics or {}).get(model))
-    best = {(row, corpus) for corpus, values in columns.items() for row in clear_best(values, higher_is_better(key))}
+    tested = {corpus: bold_best(values, higher_is_better(key)) for corpus, values in columns.items()}
+    best = {(row, corpus) for corpus, (rows, _) in tested.items() for row in rows}
+    tips = {(row, corpus): tip for corpus, (_, found) in tested.items() for row, tip in found.items()}
     cells, footnotes = mark_gaps(pd.DataFrame({"model": pd.Series(present, dtype=object), **columns}))
-    return ReportTable(cells, frozenset(best), note=table.note + footnotes if table.note else footnotes.strip())
+    return ReportTable(cells, frozenset(best), note=table.note + footnotes if table.note else footnotes.strip(),
+                       tips=tips, tested=table.tested)
 
 
 #: Reasons an empty section lists at most, then how many more there are.
@@ -372,18 +349,20 @@ def direction_words(key: str) -> str:
     return "" if higher is None else " (higher is better)" if higher else " (lower is better)"
 
 
-def k_cautions(data, matched: bool = False) -> tuple:
+def k_cautions(data, advice=None) -> tuple:
     """A caution paragraph per corpus where the models' K differ by more than K_FACTOR times;
-    ``matched``: the summary shows the comparison at matched K too."""
+    ``advice(corpus)``: what it points to (the K section, the same-K fits that exist,
+    :func:`~topicbench.tasks.report.k_curves.k_advice`)."""
     cautions = []
     for corpus, used in k_differences(data.runs, models=data.models, corpora=data.corpora).items():
         listing = ", ".join(f"{model} {k:g}" for model, k in sorted(used.items(), key=lambda item: -item[1]))
-        advice = ("the second table compares them at matched K (each model's most prevalent topics)" if matched else
-                  "give the models similar K (num_topics; for E-LDA, its kappa) to compare them")
+        pointer = advice(corpus) if advice is not None else (
+            "to compare them at equal K by design, give a model num_topics: {match: LABEL} (the K that model LABEL "
+            "used, per corpus and seed) or the same K")
         cautions.append(Markdown(
             "**Caution: the models differ in K on ", Text(corpus), "** (topics used: ", Text(listing),
             f"). Coherence and diversity depend on K (a model with more topics keeps more of them specific, and "
-            f"its diversity falls), so the ranks below compare models at different K, not on equal terms; {advice}."))
+            f"its diversity falls), so the ranks below compare models at different K, not on equal terms; {pointer}."))
     return tuple(cautions)
 
 
@@ -399,46 +378,3 @@ def unlisted_models_note(data) -> tuple:
                      f"holds runs of {len(others)} more, shown after them in every table: ", Text(", ".join(others)),
                      ". Where the config is a search's chosen config, these are the search's other trials; its report "
                      "(search.md, written beside this one by default) says how the choice was made."),)
-
-
-#: Fewer topics judged per model, or fewer seeds, than this and the LLM's scores carry a caution.
-JUDGED_TOPICS_ENOUGH, JUDGED_SEEDS_ENOUGH = 10, 2
-
-
-def judged_sample_caution(data, max_topics: int, of: str = "") -> tuple:
-    """What the LLM's means rest on: the fewest topics judged for a model (its K, at most
-    ``max_topics``) and the seeds; a caution where they are few (a difference of a few hundredths
-    between models is then within chance). ``of`` names the judging, after "Sample"."""
-    used = [k for corpus in data.corpora for model in data.models
-            if (k := topics_used(data.runs, corpus, model)) is not None]
-    judged = min(min(used), max_topics) if used else max_topics
-    seeds = len(data.seeds)
-    sample = f"the fewest topics judged for a model is {judged:g}, over {seeds} seed{'s' if seeds != 1 else ''}"
-    if judged >= JUDGED_TOPICS_ENOUGH and seeds >= JUDGED_SEEDS_ENOUGH:
-        return (Markdown(f"Sample{of}: {sample}."),)
-    return (Markdown(f"**Small sample{of}:** {sample}; with fewer than {JUDGED_TOPICS_ENOUGH} topics or a single seed, "
-                     "differences between the models here are within chance: read them as a hint."),)
-
-
-#: A stability is "at chance" where it lies less than this share of the way from its chance level
-#: to 1 (the same topics): 0.963 against a chance level of 0.961 is at chance, whatever share of
-#: topics "reappears" (each matches something as similar by chance).
-AT_CHANCE_SHARE = 0.1
-#: (similarity column, its chance level's column) of the stability tables.
-CHANCE_PAIRS = (("matched similarity (1 − JS distance)", "chance similarity"), ("matched top-10 RBO", "chance RBO"))
-
-
-def with_chance_flags(table: ReportTable) -> ReportTable:
-    """A stability table with a column that flags each model whose stability is at or below its
-    chance level (:data:`AT_CHANCE_SHARE`), and the rule under the table."""
-    flags = []
-    for _, row in table.cells.iterrows():
-        found = [title.split(" (")[0] for title, chance in CHANCE_PAIRS
-                 if title in row and isinstance(row[title], Estimate) and isinstance(row[chance], float)
-                 and row[title].mean - row[chance] < AT_CHANCE_SHARE * (1 - row[chance])]
-        flags.append(f"at chance: {', '.join(found)}" if found else "above chance")
-    cells = table.cells.copy()
-    cells["vs chance"] = flags
-    note = (f"vs chance: \"at chance\" where a similarity lies less than {AT_CHANCE_SHARE:g} of the way from its "
-            "chance level to 1; there \"topics reappearing\" says nothing (topics of those shapes match as well by chance).")
-    return replace(table, cells=cells, note=f"{table.note} {note}".strip())

@@ -17,9 +17,14 @@ from typing import Callable, Mapping
 import numpy as np
 import pandas as pd
 
+from topicbench.baselines.convergence import describe_rule
 from topicbench.core.metrics.registry import metric_for_key
-from topicbench.core.metrics.stats import summarize
+from topicbench.core.metrics.stats import (
+    ALPHA, BestTest, SeedInterval, best_against_rest, seed_interval, summarize, summary_interval,
+)
 from topicbench.core.validation import InputError
+from topicbench.tasks.report.in_reference import in_reference_values
+from topicbench.tasks.report.unranked import range_checked
 from topicbench.tasks.results.runs import (  # noqa: F401 (the report's tables read runs by state)
     FINISHED, INTERRUPTED, RUNNING, failed_runs, finished_runs, interrupted_runs,
 )
@@ -40,6 +45,18 @@ class Estimate:
     scored_at : int or None
         The top-N the value was scored at, when smaller than the N of its column: a model whose
         topics have fewer words than that N is scored at the largest N its topics allow.
+    values : tuple of float
+        The seeds' values (what the test for the best of a column reads); empty where only the
+        summary was kept, and then the value takes no part in that test.
+    unranked : str
+        Why the value is shown but never ranked nor marked best (a seed's value outside its
+        metric's valid range, or worse than the uniform model:
+        :func:`~topicbench.tasks.report.unranked.range_checked`); empty
+        where it ranks.
+    footnote, mark : str, int
+        What a reader must know to read the value, said under its table with footnote ``mark``
+        (numbered by :func:`~topicbench.tasks.report.summary.mark_gaps`): a coherence over the
+        words the reference corpus has (:func:`~topicbench.tasks.report.in_reference.in_reference_note`).
     """
 
     mean: float
@@ -47,6 +64,23 @@ class Estimate:
     n: int
     expected: int | None = None
     scored_at: int | None = None
+    values: tuple = field(default=(), compare=False, repr=False)
+    unranked: str = ""
+    footnote: str = ""
+    mark: int = 0
+    fits_differ: bool = False
+
+    @property
+    def not_ranked(self) -> bool:
+        """Whether it takes no part in its column's ranking: scored at a smaller N, or unranked."""
+        return self.scored_at is not None or bool(self.unranked)
+
+    @property
+    def interval(self) -> SeedInterval:
+        """The 95% Student-t interval of the mean over the seeds (none under 3 seeds; a model
+        whose seeds gave the same value is deterministic and has none):
+        :func:`~topicbench.core.metrics.stats.seed_interval` of the values, else of the summary."""
+        return seed_interval(self.values) if self.values else summary_interval(self.mean, self.sd, self.n)
 
 
 @dataclass(frozen=True)
@@ -115,9 +149,14 @@ class ReportTable:
         What the numbers of the table count: ``"seconds"`` (shown as ms, s or min as reads best),
         ``"count"`` (whole numbers) or ``""`` (plain).
     spread : bool
-        Whether an :class:`Estimate` shows its sd (``mean ± sd``) or its mean alone.
+        Whether an :class:`Estimate` shows its 95% t-interval (``mean ± h``) or its mean alone.
     column_groups : mapping
         Column -> (group, label) for a two-row header (HTML), e.g. ``("UMass@10", "congress")``.
+    tips : mapping
+        (row position, column) -> a cell's hover text (HTML): the p-values behind its bold or not.
+    tested : bool
+        Whether its bold cells come from the stated test for the best
+        (:data:`~topicbench.core.metrics.stats.BEST_RULE`), which its section then states once.
     """
 
     cells: pd.DataFrame
@@ -129,6 +168,8 @@ class ReportTable:
     unit: str = ""
     spread: bool = True
     column_groups: Mapping = field(default_factory=dict)
+    tips: Mapping = field(default_factory=dict)
+    tested: bool = False
 
     @property
     def empty(self) -> bool:
@@ -141,7 +182,7 @@ def estimate(values, expected: int | None = None, scored_at: int | None = None) 
     if values.size == 0:
         return None
     summary = summarize(values)
-    return Estimate(summary.mean, summary.sd, summary.n, expected, scored_at)
+    return Estimate(summary.mean, summary.sd, summary.n, expected, scored_at, tuple(float(v) for v in values))
 
 
 def seed_estimates(runs: pd.DataFrame, column: str, expected: int | None = None) -> dict:
@@ -149,26 +190,46 @@ def seed_estimates(runs: pd.DataFrame, column: str, expected: int | None = None)
     done = finished_runs(runs)
     if column not in done:
         return {}
-    found = {}
+    found, varied = {}, models_whose_fits_differ(done)
     for pair, values in done.groupby(["corpus", "model"])[column]:
         value = estimate(values, expected)
         if value is not None:
-            found[pair] = value
+            found[pair] = replace(value, fits_differ=pair in varied)
     return found
+
+
+def models_whose_fits_differ(done: pd.DataFrame) -> set:
+    """(corpus, model) pairs some of whose scores differ between seeds: their fits differ, so a
+    score that is the same on every seed is a coincidence (a small discrete metric), not a
+    deterministic model."""
+    scores = [column for column in done.columns if "@" in str(column) or higher_is_better(column) is not None]
+    varied = set()
+    for pair, group in done.groupby(["corpus", "model"]):
+        numbers = group[scores].apply(pd.to_numeric, errors="coerce")
+        if (numbers.nunique(dropna=True) > 1).any():
+            varied.add(pair)
+    return varied
 
 
 def metric_estimates(runs: pd.DataFrame, key: str, expected: int | None = None) -> dict:
     """Like :func:`seed_estimates` for a score key ``metric@N``, where a model with no score at N
     (its topics have fewer than N words, e.g. BERTopic's) gets its score at the largest smaller N
-    it was scored at, marked with that N, instead of nothing."""
-    found = seed_estimates(runs, key, expected)
+    it was scored at, marked with that N, instead of nothing. A coherence missing for top words
+    outside the reference corpus is its value over the words the reference has, ranked, with a
+    footnote (:mod:`~topicbench.tasks.report.in_reference`)."""
+    found = range_checked(runs, key, seed_estimates(runs, key, expected))
     name, _, size = key.partition("@")
     if not size.isdigit():
         return found
+    done = finished_runs(runs)
+    for pair, (values, note) in in_reference_values(runs, key, set(zip(done.corpus, done.model)) - set(found)).items():
+        found[pair] = replace(estimate(values, expected), footnote=note)
     for smaller in sorted((n for n in scored_sizes(runs, name) if n < int(size)), reverse=True):
-        for pair, value in seed_estimates(runs, f"{name}@{smaller}", expected).items():
+        checked = range_checked(runs, f"{name}@{smaller}", seed_estimates(runs, f"{name}@{smaller}", expected))
+        for pair, value in checked.items():
             found.setdefault(pair, replace(value, scored_at=smaller))
     return found
+
 
 
 def scored_sizes(runs: pd.DataFrame, metric: str) -> list[int]:
@@ -179,7 +240,7 @@ def scored_sizes(runs: pd.DataFrame, metric: str) -> list[int]:
 
 #: Score keys that say how a score was obtained, not how good a model is (the share of topics
 #: an LLM answered for): shown, never ranked or marked best.
-BOOKKEEPING_SUFFIXES = ("_answered", "_in_reference_topics")
+BOOKKEEPING_SUFFIXES = ("_answered", "_in_reference_topics", "_in_reference_dropped")
 
 
 def higher_is_better(key: str) -> bool | None:
@@ -194,36 +255,36 @@ def higher_is_better(key: str) -> bool | None:
         return None
 
 
-#: A best value is bold only where it stands out of the seeds' noise: its mean differs from the
-#: runner-up's by more than this many standard errors of the difference (each se = sd / sqrt(n)).
-NOISE_SE = 2.0
-#: The rule, as the tables' notes state it.
-NOISE_RULE = (f"bold only where it beats the runner-up by more than {NOISE_SE:g} standard errors of the "
-              "difference (se = sd / √seeds): never on one seed, never on a tie")
+def column_test(values, higher: bool | None) -> BestTest | None:
+    """The stated test for the best of a column (:func:`~topicbench.core.metrics.stats.best_against_rest`:
+    the best mean against every other, Welch's t over seeds, Holm-corrected, α = 0.05) over its
+    :class:`Estimate` cells that keep their seeds' values (others, and values scored at a smaller
+    N, take no part); None without a direction or with fewer than two such cells."""
+    samples = [value.values if isinstance(value, Estimate) and value.values and not value.scored_at
+               and not value.unranked else None for value in values]
+    if higher is None or sum(sample is not None for sample in samples) < 2:
+        return None
+    return best_against_rest(samples, higher)
 
 
-def clear_best(values, higher: bool | None) -> list[int]:
-    """The position of the best of ``values`` (:class:`Estimate` cells; others, and values scored
-    at a smaller N, take no part) where it stands out of the seeds' noise (:data:`NOISE_SE`), as a
-    list of at most one; empty without a direction, a runner-up, or two seeds on both sides."""
-    ranked = [(row, value) for row, value in enumerate(values)
-              if isinstance(value, Estimate) and not value.scored_at and np.isfinite(value.mean)]
-    if higher is None or len(ranked) < 2:
-        return []
-    (row, best), (_, second) = sorted(ranked, key=lambda item: -item[1].mean if higher else item[1].mean)[:2]
-    if best.n < 2 or second.n < 2 or not (np.isfinite(best.sd) and np.isfinite(second.sd)):
-        return []
-    noise = NOISE_SE * np.sqrt(best.sd ** 2 / best.n + second.sd ** 2 / second.n)
-    return [row] if abs(best.mean - second.mean) > noise else []
+def bold_best(values, higher: bool | None) -> tuple[list[int], dict]:
+    """(the rows to bold: the best's, where it beats every other by :func:`column_test`, else
+    none; row -> hover text with the Holm-adjusted p of each comparison made)."""
+    test = column_test(values, higher)
+    if test is None or test.best is None:
+        return [], {}
+    tips = {row: f"Welch p against the best mean, Holm-adjusted: {_p_text(p)}" for row, p in test.adjusted.items()}
+    tested = [p for p in test.adjusted.values() if p is not None]
+    verdict = f"beats every other at α = {ALPHA:g}: bold" if test.clear else "not bold"
+    largest = f"largest Holm-adjusted Welch p against the others {_p_text(max(tested))}" if tested else "no other testable"
+    untested = sum(p is None for p in test.adjusted.values())
+    tips[test.best] = (f"the best mean; {largest}" + (f"; {untested} not testable" if untested else "")
+                       + f"; {verdict}")
+    return ([test.best] if test.clear else []), tips
 
 
-def best_rows(values, higher: bool | None) -> list[int]:
-    """Positions of the best of ``values`` (NaN ignored; ties all marked); none without a direction."""
-    values = np.asarray(values, dtype=np.float64)
-    if higher is None or np.isnan(values).all():
-        return []
-    best = np.nanmax(values) if higher else np.nanmin(values)
-    return [int(i) for i in np.flatnonzero(values == best)]
+def _p_text(p: float | None) -> str:
+    return "not testable (fewer than 2 seeds, or both deterministic)" if p is None else f"{p:.2g}"
 
 
 def pivot_by_model(estimates: dict, *, models, corpora, key: str | None = None) -> ReportTable:
@@ -233,16 +294,20 @@ def pivot_by_model(estimates: dict, *, models, corpora, key: str | None = None) 
             for model in models if any((corpus, model) in estimates for corpus in corpora)]
     cells = pd.DataFrame(rows, columns=["model", *corpora])
     direction = higher_is_better(key) if key else None
-    best = set()
+    best, tips = set(), {}
     for corpus in corpora:
-        best.update((row, corpus) for row in clear_best(cells[corpus], direction))
-    return ReportTable(cells, frozenset(best), note=best_rule(direction, key, any_scored_smaller(cells, corpora)))
+        rows, found = bold_best(cells[corpus], direction)
+        best.update((row, corpus) for row in rows)
+        tips.update({(row, corpus): tip for row, tip in found.items()})
+    return ReportTable(cells, frozenset(best), note=best_rule(direction, key, any_scored_smaller(cells, corpora)),
+                       tips=tips, tested=direction is not None)
 
 
 def ranked_means(values) -> list[float]:
-    """The means that take part in ranking a column: a value scored at a smaller N (or a gap)
-    does not."""
-    return [value.mean if isinstance(value, Estimate) and not value.scored_at else np.nan for value in values]
+    """The means that take part in ranking a column: a value scored at a smaller N, one that
+    cannot be ranked (:attr:`Estimate.unranked`) or a gap does not."""
+    return [value.mean if isinstance(value, Estimate) and not value.scored_at and not value.unranked else np.nan
+            for value in values]
 
 
 def any_scored_smaller(cells: pd.DataFrame, columns) -> bool:
@@ -257,7 +322,8 @@ def best_rule(direction: bool | None, key: str | None, shorter: bool) -> str:
     size = (key or "").partition("@")[2]
     among = f" among the models scored at N = {size}" if size.isdigit() else ""
     rule = (f"Bold: the best per column, the {'highest' if direction else 'lowest'} mean "
-            f"({'higher' if direction else 'lower'} is better){among}, {NOISE_RULE}.")
+            f"({'higher' if direction else 'lower'} is better){among}, where the test under this section finds it "
+            "better than every other.")
     if shorter and size.isdigit():
         rule += (f" A value scored at a smaller N (N=…: the model's topics have fewer than {size} words) is "
                  "shown in grey and not ranked.")
@@ -296,8 +362,9 @@ def changed_settings_table(runs: pd.DataFrame) -> ReportTable:
 
 def training_table(runs: pd.DataFrame, corpora=(), models=()) -> ReportTable:
     """Per corpus and iterative model (in the order of ``corpora`` and ``models``, others after):
-    the loss that was minimised, how many runs converged (relative change of the loss over the
-    last 10% of epochs below 1%), that change, and the epochs (or iterations) trained."""
+    the loss that was minimised, how many runs converged, are still improving or stopped at their
+    iteration cap (:func:`convergence_verdict`), the loss's fitted fall over the last 20% of the
+    curve, the rule that judged them, and the epochs (or iterations) trained."""
     done = finished_runs(runs)
     if "converged" not in done:
         return ReportTable(pd.DataFrame())
@@ -305,14 +372,37 @@ def training_table(runs: pd.DataFrame, corpora=(), models=()) -> ReportTable:
     groups = done.dropna(subset=["converged"]).groupby(["corpus", "model"])
     for (corpus, model), group in sorted(groups, key=lambda item: pair_order(item[0], corpora, models)):
         curves = group["training_curve"].dropna() if "training_curve" in group else []
-        change = group["training_loss_relative_change"] if "training_loss_relative_change" in group else []
+        fall = group["training_loss_tail_fall"] if "training_loss_tail_fall" in group else []
+        verdicts = [convergence_verdict(row) for row in group.to_dict("records")]
+        counts = {verdict: sum(1 for v, _ in verdicts if v == verdict) for verdict, _ in verdicts}
         rows.append({
             "corpus": corpus, "model": model, "loss": group.training_loss_kind.iloc[0] or None,
-            "converged": Share(int(group.converged.sum()), len(group)),
-            "relative change, last 10%": estimate(change),
+            "verdict": ", ".join(f"{verdict} {n}/{len(group)}" for verdict, n in counts.items()),
+            "fall of the loss, last 20%": estimate(fall),
+            "rule": "; ".join(dict.fromkeys(rule for _, rule in verdicts)),
             "epochs / iterations": tuple(sorted({int(curve[0][-1]) for curve in curves})) or None,
         })
     return ReportTable(pd.DataFrame(rows), formats={"epochs / iterations": _comma_list})
+
+
+def convergence_verdict(run: Mapping) -> tuple[str, str]:
+    """One finished run's convergence verdict and the rule behind it: the tail rule of its loss
+    curve (``convergence_threshold`` logged: "converged", "still improving", or "too short to
+    tell"), else its package's own stopping rule (no curve: "converged" or "stopped at its
+    iteration cap"), else the end-to-end rule of runs tracked before the tail rule."""
+    converged = bool(run.get("converged"))
+    threshold = run.get("convergence_threshold")
+    kind = str(run.get("training_loss_kind") or "")
+    if threshold is not None and np.isfinite(threshold):
+        fall = run.get("training_loss_tail_fall")
+        if converged:
+            verdict = "converged"
+        else:
+            verdict = "still improving" if fall is not None and np.isfinite(fall) else "too short to tell"
+        return verdict, describe_rule(float(threshold))
+    if kind.startswith("no curve: "):
+        return ("converged" if converged else "stopped at its iteration cap"), kind[len("no curve: "):]
+    return ("converged" if converged else "not converged"), "change under 1% over the last 10% (tracked before the tail rule)"
 
 
 def pair_order(pair, corpora, models) -> tuple:

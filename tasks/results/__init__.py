@@ -7,7 +7,9 @@ and keeps it with the runs; ``calibration_runs`` finds the judge's calibrations.
 
 **Share** -- ``bundle`` exports an experiment's finished runs as files and imports them into any
 store; ``bundle_tables`` writes and reads their tidy tables (Parquet), ``bundle_scores`` their
-``scores.jsonl`` (one line per run and score: a diff a reviewer can read).
+``scores.jsonl`` (one line per run and score: a diff a reviewer can read); ``data_settings`` what
+the runs rest on (corpora, preprocessing, labels, settings, seeds, versions), read from a store
+and kept in a bundle.
 
 The report (:mod:`topicbench.tasks.report`) and the leaderboard
 (:mod:`topicbench.tasks.leaderboard`) read runs only through this room.

@@ -64,6 +64,7 @@ from topicbench.tasks.results.bundle_tables import (
     stability_records,
     write_tables,
 )
+from topicbench.tasks.results.data_settings import DATA_SETTINGS_KEY, data_and_settings, write_data_settings
 from topicbench.tasks.store.records import git_commit, package_versions
 from topicbench.tasks.results.stability import STABILITY_ARTIFACT
 from topicbench.tasks.store.claims import FIT_ROLE, PARENT_ROLE, ROLE_TAG, RUN_KEY
@@ -115,6 +116,7 @@ def export_bundle(tracking_uri: str, experiment: str, out, *, with_matrices: boo
         **describe_runs(tracking_uri, experiment, fits, tables["scores"]),
         "report_columns": report_columns, "tables": write_tables(folder, tables),
         SCORES_MANIFEST_KEY: write_scores_file(folder, tables),
+        DATA_SETTINGS_KEY: write_data_settings(folder, data_and_settings(fits)),  # report --bundle shows it
     }
     write_text_atomically(folder / MANIFEST, manifest_text(manifest), "bundle manifest")
     if replace:

@@ -3,7 +3,7 @@
 :class:`BundleSource` is the second :class:`~topicbench.tasks.results.sources.RunSource`: it rebuilds
 from ``tables/*.parquet`` (:mod:`topicbench.tasks.results.bundle_tables`) exactly what
 :class:`~topicbench.tasks.results.sources.StoreSource` reads from the store the bundle was exported
-from -- the run table (with each model's first seed's topics and their facts), the config, each
+from -- the run table, what the runs rest on (data and settings) (with each model's first seed's topics and their facts), the config, each
 topic's own scores, the stability found at export and the judge's calibration -- so the two
 reports are the same, apart from the command that regenerates them.
 """
@@ -18,6 +18,7 @@ import pandas as pd
 
 from topicbench.tasks.results.bundle_checks import check_bundle
 from topicbench.tasks.results.bundle_tables import TABLE_COLUMNS, findings_from_table
+from topicbench.tasks.results.data_settings import read_data_settings
 from topicbench.tasks.results.runs import TOPIC_SCORES_SHOWN
 from topicbench.tasks.results.runs import FINISHED
 
@@ -94,6 +95,14 @@ class BundleSource:
 
     def config(self) -> dict | None:
         return self.manifest.get("config")
+
+    def data_and_settings(self) -> dict | None:
+        """The record written at export (:data:`~topicbench.tasks.results.data_settings.DATA_SETTINGS_FILE`),
+        checked against the manifest; for a bundle exported before it was written, an empty record
+        that says so (``absent``), which the report shows as the reason."""
+        return read_data_settings(self.folder, self.manifest) or {"corpora": {}, "models": [], "absent": (
+            "this bundle was exported before bundles held their runs' data and settings; export it again from its "
+            "store to have them")}
 
     def topic_scores(self, runs: pd.DataFrame, corpora) -> dict:
         """As :func:`~topicbench.tasks.results.store.collect_topic_scores`: (corpus, model, seed) ->

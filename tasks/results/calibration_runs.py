@@ -17,11 +17,17 @@ PROXANN_EXPERIMENT = "judge-calibration-proxann"
 MODEL_TAG = "topicbench.llm_model"
 #: The answers a document-level judge gives, and what is logged of each one's topic-ranking τ.
 PROXANN_ANSWERS = ("fit", "rank")
-PROXANN_PARTS = ("tau", "se", "low", "high", "document_tau")
+#: ``tau`` is the point estimate with its bootstrap ``se``, ``low``, ``high`` over ``resamples``
+#: of ``n_topics``; ``proxann_tau``/``proxann_se`` ProxAnn's replay (mean of 50 resamples at seed
+#: 42). A run logged before the point estimate has no ``resamples``: its ``tau`` is that replay.
+PROXANN_PARTS = ("tau", "se", "low", "high", "resamples", "n_topics", "proxann_tau", "proxann_se", "document_tau")
 #: The document-level run's artifact holding every scorer's τ (the released LLMs', NPMI's and
 #: C_V's beside the endpoint's); people's own τ are metrics (``proxann.people.<answer>.<part>``).
 PROXANN_TABLE = "topic_ranking_tau.csv"
-PEOPLE_PARTS = ("tau", "se", "low", "high")
+#: People's own τ: the mean over draws of who is left out, the ``spread`` over them (an older
+#: run logged it as ``se``), the middle 95% of the draws, and the draws made and dropped.
+PEOPLE_PARTS = ("tau", "low", "high")
+PEOPLE_COUNTS = ("spread", "draws", "dropped")
 
 
 def latest_calibration(tracking_uri: str, model: str) -> dict | None:
@@ -53,7 +59,7 @@ def latest_proxann_calibration(tracking_uri: str, model: str) -> dict | None:
         (``document_fit``, ...); ``others``: the other scorers of the same run (the released LLMs,
         NPMI, C_V), each ``{"scorer", "fit", "rank"}`` with the same parts (None where undefined),
         empty where the run kept no table; ``people``: people's own τ (one left out) per answer
-        (``tau``, ``se``, ``low``, ``high``), None where not logged.
+        (``tau``, ``spread``, ``low``, ``high``, ``draws``, ``dropped``), None where not logged.
         Numbers are plain floats or None, so the record is JSON as it stands (a bundle keeps it).
     """
     import pandas as pd
@@ -90,10 +96,19 @@ def other_scorers(table, model: str) -> list:
 
 def people_tau(metrics: dict) -> dict | None:
     """People's own topic-ranking τ per answer (one left out) from a document-level calibration
-    run's metrics; None where the run logged none, an answer without them None."""
-    found = {answer: {part: metrics[f"proxann.people.{answer}.{part}"] for part in PEOPLE_PARTS}
-             if all(f"proxann.people.{answer}.{part}" in metrics for part in PEOPLE_PARTS) else None
-             for answer in PROXANN_ANSWERS}
+    run's metrics (:data:`PEOPLE_PARTS`, and :data:`PEOPLE_COUNTS` as logged, else None); None
+    where the run logged none, an answer without them None."""
+    def of(answer: str) -> dict | None:
+        key = f"proxann.people.{answer}."
+        if not all(key + part in metrics for part in PEOPLE_PARTS):
+            return None
+        found = {part: metrics[key + part] for part in PEOPLE_PARTS}
+        found.update({part: metrics.get(key + part) for part in PEOPLE_COUNTS})
+        if found["spread"] is None:
+            found["spread"] = metrics.get(key + "se")  # an older run's name for the same spread
+        return found
+
+    found = {answer: of(answer) for answer in PROXANN_ANSWERS}
     return None if all(value is None for value in found.values()) else found
 
 

@@ -1,7 +1,7 @@
 """Where a report reads its runs from: one interface, two sources.
 
-A report needs six things of the runs it shows, and nothing else: the run table, the benchmark's
-config, each topic's own scores (for the comparison at matched K), each model's stability across
+A report needs seven things of the runs it shows, and nothing else: the run table, the benchmark's
+config, what the runs rest on (data and settings), each topic's own scores (for the K section's prevalence-weighted means), each model's stability across
 seeds, and the latest calibrations of the LLM that judged them (on words and on documents). :class:`RunSource` names them;
 
 - :class:`StoreSource` reads them from an MLflow tracking store (and logs the finished report
@@ -47,6 +47,11 @@ class RunSource(Protocol):
     def stability(self, runs: pd.DataFrame):
         """:class:`~topicbench.tasks.results.stability.StabilityFindings` of the runs' seeds."""
 
+    def data_and_settings(self) -> dict | None:
+        """What the runs rest on (:func:`~topicbench.tasks.results.data_settings.data_and_settings`):
+        corpora, preprocessing, labels, each model's settings, seeds and package versions; None
+        where the source does not hold it (a bundle exported before it was written)."""
+
     def calibration(self, model: str) -> dict | None:
         """The latest word-level calibration of the judge ``model``, None where there is none."""
 
@@ -83,6 +88,11 @@ class StoreSource:
         from topicbench.tasks.results.stability import collect_stability
 
         return collect_stability(self.tracking_uri, runs)
+
+    def data_and_settings(self) -> dict | None:
+        from topicbench.tasks.results.data_settings import collect_data_and_settings
+
+        return collect_data_and_settings(self.tracking_uri, self.experiment)
 
     def calibration(self, model: str) -> dict | None:
         from topicbench.tasks.results.calibration_runs import latest_calibration

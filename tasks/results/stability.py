@@ -29,13 +29,16 @@ logger = logging.getLogger(__name__)
 STABILITY_MEASURES = ("jensen_shannon", "top_words")
 #: Seed of the shuffles of the chance level: the same report shows the same chance level.
 CHANCE_SEED = 0
+#: The numbers of each measure in a row of :attr:`StabilityFindings.table` (``{measure}_{name}``).
+MEASURE_NUMBERS = ("mean", "sd", "share_mean", "share_sd", "chance", "chance_sd", "chance_error", "chance_p")
 #: Where :func:`topicbench.tasks.store.artifacts.write_output_artifacts` puts a run's output.
 OUTPUT_ARTIFACT = "output"
 #: A bundle's record of a fit's model's stability (:func:`topicbench.tasks.results.bundle_tables.stability_records`):
 #: read where the matrices did not travel with the runs.
 STABILITY_ARTIFACT = "stability.json"
-#: The version of the stability scoring a kept record holds; raised when the numbers it gives change.
-STABILITY_VERSION = 1
+#: The version of the stability scoring a kept record holds; raised when the numbers it gives change
+#: (2: the chance level a permutation test over every pair of seeds; deterministic models not scored).
+STABILITY_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -58,10 +61,15 @@ class StabilityFindings:
     ----------
     table : pandas.DataFrame
         One row per (corpus, model) with two or more readable seeds: ``corpus``, ``model``,
-        ``seeds`` (how many), ``pairs`` (pairs of seeds scored) and, for each measure of
-        :data:`STABILITY_MEASURES`, ``{measure}_mean``/``_sd`` (mean matched similarity over the
-        pairs), ``{measure}_share_mean``/``_share_sd`` (share of topics reappearing) and
-        ``{measure}_chance`` (the chance level of the similarity).
+        ``seeds`` (how many), ``pairs`` (pairs of seeds), ``deterministic`` (1.0 where every seed
+        gave the same fit: then every number below is NaN, stability being not applicable),
+        ``permutations`` and ``sampled_topics`` of the chance test (NaN: every topic shuffled) and,
+        for each measure of :data:`STABILITY_MEASURES`, ``{measure}_mean``/``_sd`` (mean matched
+        similarity over the pairs), ``{measure}_share_mean``/``_share_sd`` (share of topics
+        reappearing), ``{measure}_chance``/``_chance_sd`` (the permutation null's mean and sd),
+        ``{measure}_chance_error`` (its sampling error, 0 when exact) and ``{measure}_chance_p``
+        (the one-sided permutation p of the similarity against it:
+        :func:`~topicbench.core.metrics.stability_chance.chance_test`).
     one_seed : tuple of (corpus, model)
         Pairs with a single finished seed: nothing to compare.
     unreadable : tuple of UnreadableRun
@@ -87,21 +95,43 @@ def model_stability(topic_words, vocabularies, seeds, measures=STABILITY_MEASURE
     vocabularies : sequence of sequences of str
         Each run's vocabulary (checked to be one and the same).
     seeds : sequence of int
-        Each run's seed (its label); the chance level is that of the first two runs.
+        Each run's seed (its label).
     measures : sequence of str
     chance_seed : int
-        Seed of the shuffles of :func:`~topicbench.core.metrics.stability.chance_stability`.
+        Seed of the samples and shuffles of the chance test, which draws from every pair of seeds
+        (:func:`~topicbench.core.metrics.stability_chance.chance_test`).
     """
-    from topicbench.core.metrics.stability import chance_stability, seed_stability
+    from topicbench.core.metrics.stability import seed_stability
+    from topicbench.core.metrics.stability_chance import chance_test
 
-    row = {"seeds": len(seeds)}
+    nan = float("nan")
+    row = {"seeds": len(seeds), "deterministic": 0.0, "permutations": nan, "sampled_topics": nan}
     for measure in measures:
         summary = seed_stability(topic_words, measure, vocabularies=vocabularies, labels=seeds)
-        chance = chance_stability(topic_words[0], topic_words[1], measure, rng=np.random.default_rng(chance_seed))
-        row.update({"pairs": summary.n_pairs, f"{measure}_mean": summary.mean_similarity,
-                    f"{measure}_sd": summary.sd_similarity, f"{measure}_share_mean": summary.mean_share,
-                    f"{measure}_share_sd": summary.sd_share, f"{measure}_chance": chance.mean_similarity})
+        row["pairs"] = summary.n_pairs
+        if summary.deterministic:  # one fit: nothing to match, and no chance level to test against
+            row["deterministic"] = 1.0
+            row.update({f"{measure}_{name}": nan for name in MEASURE_NUMBERS})
+            continue
+        test = chance_test(topic_words, measure, rng=np.random.default_rng(chance_seed),
+                           observed=summary.mean_similarity)
+        row.update({"permutations": test.permutations,
+                    "sampled_topics": nan if test.sampled_topics is None else test.sampled_topics,
+                    f"{measure}_mean": summary.mean_similarity, f"{measure}_sd": summary.sd_similarity,
+                    f"{measure}_share_mean": summary.mean_share, f"{measure}_share_sd": summary.sd_share,
+                    f"{measure}_chance": test.chance, f"{measure}_chance_sd": test.chance_sd,
+                    f"{measure}_chance_error": test.chance_error, f"{measure}_chance_p": test.p_value})
     return row
+
+
+def stability_applies(topic_words) -> bool:
+    """Whether stability across seeds means anything for these runs of one model: False where
+    every seed gave the same fit (a deterministic model, whose stability would be 1 by
+    construction and is "not applicable: deterministic, one fit"). For rankings and search
+    objectives, which must not reward such a model."""
+    from topicbench.core.metrics.stability import identical_fits
+
+    return not identical_fits(topic_words)
 
 
 def read_topic_word(folder) -> tuple:

@@ -172,7 +172,7 @@ def _shown_topic_scores(client, run_id: str) -> dict | None:
 def collect_topic_scores(tracking_uri: str, runs: pd.DataFrame, corpora) -> dict:
     """(corpus, model, seed) -> a frame with a row per topic: its ``share`` of the documents and
     its own score per key (:data:`~topicbench.tasks.store.artifacts.TOPIC_SCORES`), for each finished
-    run on ``corpora`` (read only where the summary compares at matched K).
+    run on ``corpora`` (read only where the K section weighs the topics of models whose K differ).
     A run without them is left out (its model's cells then say so)."""
     from mlflow.tracking import MlflowClient
 

@@ -19,6 +19,7 @@ from topicbench.core.output import TopicModelOutput
 from topicbench.core.metrics.scoring import score
 from topicbench.core.threads import worker_threads
 from topicbench.tasks.store.artifacts import (
+    FIT_WARNINGS,
     LLM_FIT_RECORDS,
     LLM_RECORDS,
     TOPIC_DOCUMENTS,
@@ -28,6 +29,7 @@ from topicbench.tasks.store.artifacts import (
     topic_scores_text,
 )
 from topicbench.tasks.run import progress
+from topicbench.tasks.run.fit_warnings import capturing_warnings, warning_lines
 from topicbench.tasks.run.metric_context import process_metric_context_built
 from topicbench.tasks.run.progress import fit_progress
 
@@ -71,7 +73,8 @@ def fit_model(
     with worker_threads(), fit_progress(label) as on_progress:
         estimator = MODELS.get(model)(num_topics, random_state=seed, **settings)
         judge = _hand_llm(estimator, llm, llm_budget)
-        estimator.fit(corpus, on_progress=on_progress, stop_requested=stop_requested)
+        estimator.fit(corpus, on_progress=on_progress, stop_requested=stop_requested,
+                      on_phase=lambda phase: progress.fit_phase(label, phase))
         theta = None
         if heldout is not None and estimator.supports_transform:
             theta = estimator.transform(heldout)
@@ -116,16 +119,18 @@ def _hand_llm(estimator, llm, budget):
 @dataclass(frozen=True)
 class OutputSummary:
     """What tracking logs of an output besides its artifacts (the fields of
-    :class:`~topicbench.core.output.TopicModelOutput` of those names; no matrices)."""
+    :class:`~topicbench.core.output.TopicModelOutput` of those names; no matrices), and
+    ``vocabulary_size``, its vocabulary's length (the uniform model's V; None where not known)."""
 
     fit_seconds: float
     n_topics: int
     peak_memory_mb: float | None
     extra: dict
+    vocabulary_size: int | None = None
 
     @classmethod
     def of(cls, output: TopicModelOutput) -> "OutputSummary":
-        return cls(output.fit_seconds, output.n_topics, output.peak_memory_mb, dict(output.extra))
+        return cls(output.fit_seconds, output.n_topics, output.peak_memory_mb, dict(output.extra), len(output.vocabulary))
 
 
 @dataclass(frozen=True, eq=False)
@@ -169,30 +174,35 @@ class ScoredFit:
 def fit_and_score(
     corpus: Corpus, model: str, num_topics, settings: dict, seed: int, heldout: Corpus | None = None,
     label: str | None = None, *, metrics, context_metrics, top_n, flow_host: str, llm=None, llm_budget=None,
+    reference: Corpus | None = None, oov: str = "error",
 ) -> ScoredFit:
     """:func:`fit_model`, then score its output with ``metrics`` and write its artifacts, here.
 
     The metric context is this process's for the corpus (:func:`process_metric_context`, keyed
-    by ``context_metrics`` and ``top_n``: built once, its counts reused by every later output).
+    by ``context_metrics`` and ``top_n``: built once, its counts reused by every later output);
+    coherence counts in ``reference`` (default: ``corpus``) under ``oov`` (the config's ``coherence``).
     The artifacts go to a temporary folder, sent as a path to a flow on ``flow_host`` or as
     files to one elsewhere (:class:`~topicbench.tasks.store.artifacts.ArtifactFolder`). With ``llm``
     ((endpoint, judge settings)) the LLM metrics ask that endpoint; every question and reply is
     an artifact (``llm/requests.jsonl``) and their usage scores (``llm_requests``, tokens, cost),
     with the token budget counted against ``llm_budget``. Each topic's own scores are an artifact
     too (:data:`~topicbench.tasks.store.artifacts.TOPIC_SCORES`), and each topic's documents with examples
-    (:data:`~topicbench.tasks.store.artifacts.TOPIC_DOCUMENTS`). A failure of the fit or of the scoring
-    raises, as a failed fit always has.
+    (:data:`~topicbench.tasks.store.artifacts.TOPIC_DOCUMENTS`). Library warnings raised meanwhile are
+    said once each, with their count and the fit's ``label`` (:func:`say_warnings`), and kept as the
+    artifact :data:`~topicbench.tasks.store.artifacts.FIT_WARNINGS`. A failure of the fit or of the
+    scoring raises, as a failed fit always has.
     """
-    fitted = fit_model.fn(corpus, model, num_topics, settings, seed, heldout, label, llm=llm, llm_budget=llm_budget)
-    started = time.perf_counter()
-    with worker_threads():
-        context, lock, context_built = process_metric_context_built(corpus, context_metrics, top_n, heldout, llm=llm,
-                                                                    llm_budget=llm_budget)
-        with lock:
-            try:
-                scored = score(fitted.output, context, metrics, seed=seed, heldout_theta=fitted.heldout_theta)
-            finally:
-                records = context.judge.take_records() if context.judge is not None else []
+    label = label or f"{model}@{corpus.name} seed {seed}"
+    with capturing_warnings() as caught:
+        try:
+            fitted = fit_model.fn(corpus, model, num_topics, settings, seed, heldout, label, llm=llm,
+                                  llm_budget=llm_budget)
+            started = time.perf_counter()
+            scored, records, context_built = _score_fit(fitted, corpus, heldout, seed, metrics, context_metrics, top_n,
+                                                        llm, llm_budget, reference=reference, oov=oov,
+                                                        on_metric=lambda name: progress.fit_phase(label, f"scoring {name}"))
+        finally:  # a failed fit's warnings are said too: they may be why it failed
+            said = say_warnings(label, caught)
     scoring_seconds = time.perf_counter() - started
     summary = OutputSummary.of(fitted.output)
     extra = {TOPIC_SCORES: topic_scores_text(scored.topic_scores)} if scored.topic_scores else {}
@@ -206,9 +216,37 @@ def fit_and_score(
         extra[LLM_RECORDS] = json_lines(records)
     if fitted.llm_records:  # what the model itself asked (TopicGPT)
         extra[LLM_FIT_RECORDS] = json_lines(fitted.llm_records)
+    if said:
+        extra[FIT_WARNINGS] = "".join(f"{line}\n" for line in said)
     artifacts = ArtifactFolder.write(fitted.output, flow_host, extra)
     return ScoredFit(summary, fitted.resolved, scored.values, scored.skipped, artifacts, fitted.fitted_on, scoring_seconds,
                      context_built, fitted.params)
+
+
+def _score_fit(fitted: FitResult, corpus, heldout, seed, metrics, context_metrics, top_n, llm, llm_budget, *,
+               reference=None, oov: str = "error", on_metric=None):
+    """The scores of ``fitted`` in this process's metric context for ``corpus`` (coherence counted
+    in ``reference``), the LLM records its scoring made, and whether that context was built for it."""
+    with worker_threads():
+        context, lock, context_built = process_metric_context_built(corpus, context_metrics, top_n, heldout, llm=llm,
+                                                                    llm_budget=llm_budget, reference=reference, oov=oov)
+        with lock:
+            try:
+                scored = score(fitted.output, context, metrics, seed=seed, heldout_theta=fitted.heldout_theta,
+                               on_metric=on_metric)
+            finally:
+                records = context.judge.take_records() if context.judge is not None else []
+    return scored, records, context_built
+
+
+def say_warnings(label: str, caught) -> list[str]:
+    """Log each distinct warning of the fit ``label`` once, with its count, as a warning of the
+    task's run logger (the console and Prefect's run logs); return the lines."""
+    lines = warning_lines(label, caught)
+    log = progress._run_logger() if lines else None  # the run logger of this room's tasks
+    for line in lines:
+        log.warning("%s", line)
+    return lines
 
 
 def fit_location() -> dict:

@@ -4,8 +4,10 @@ own process; from a Dask worker, to the task's run logger at most every ~10%, an
 (:func:`topicbench.flows.worker_progress.showing_worker_progress`).
 
 The flow registers its display with :func:`listening`; a fit task reports through
-:func:`fit_progress`. A listener has three methods: ``fit_started(label)``,
-``fit_advanced(label, step, total, loss)`` and ``fit_ended(label)``.
+:func:`fit_progress` and names what it does while it has no step count with :func:`fit_phase`
+("embedding documents", "fitting", "scoring npmi"). A listener has four methods:
+``fit_started(label)``, ``fit_advanced(label, step, total, loss)``, ``fit_phase(label, phase)``
+and ``fit_ended(label)``.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ logger = logging.getLogger(__name__)
 #: Fraction of a fit between two progress lines of a fit that no display in its process shows.
 LOG_FRACTION = 0.10
 #: The Dask event topic of the fits' progress on workers: messages ``{"event": "started" |
-#: "advanced" | "ended", "label", "step", "total", "loss"}``.
+#: "advanced" | "phase" | "ended", "label", "step", "total", "loss", "phase"}``.
 WORKER_PROGRESS_TOPIC = "topicbench-fit-progress"
 #: Seconds between two progress events of one fit (its last step is always sent): a fit may
 #: step thousands of times a second, and each event crosses the network twice.
@@ -70,6 +72,19 @@ def fit_progress(label: str):
         yield lambda step, total, loss=None: listener.fit_advanced(label, step, total, loss)
     finally:
         listener.fit_ended(label)
+
+
+def fit_phase(label: str, phase: str) -> None:
+    """Say that the fit ``label`` is in ``phase`` (a phase without a step count: "embedding
+    documents", "fitting", "scoring npmi"), to this process's listener, or from a Dask worker as
+    a "phase" event; nothing elsewhere (a model fitted directly)."""
+    listener = _listener
+    if listener is not None:
+        listener.fit_phase(label, phase)
+        return
+    log_event = _worker_event_log()
+    if log_event is not None:
+        log_event({"event": "phase", "label": label, "phase": phase})
 
 
 @contextlib.contextmanager

@@ -31,11 +31,14 @@ class TrialResult:
         Seeds with no finished run (their fit failed).
     per_seed : dict
         Objective key -> values, one per finished seed (NaN where a score is missing); for
-        ``stability``, one per pair of seeds.
+        ``stability``, one per pair of seeds (NaN for a deterministic trial: not applicable).
     fit_seconds : list of float
     run_ids : list of str
     context_builds : int
         Of the seeds' scorings, how many built the corpus's metric context (the others reused one).
+    deterministic : bool
+        Its seeds' fits were read and are identical (the model ignores its seed): stability, which
+        would be 1 by construction, does not apply to it and is not scored.
     """
 
     seeds: list = field(default_factory=list)
@@ -44,6 +47,7 @@ class TrialResult:
     fit_seconds: list = field(default_factory=list)
     run_ids: list = field(default_factory=list)
     context_builds: int = 0
+    deterministic: bool = False
 
     def value(self, key: str) -> float:
         """The objective's value: the mean of its finite per-seed values (NaN for none)."""
@@ -54,7 +58,8 @@ class TrialResult:
         """What the study keeps of the trial (JSON values)."""
         return {"seeds": self.seeds, "missing_seeds": self.missing_seeds,
                 "per_seed": {k: [_json_number(v) for v in vs] for k, vs in self.per_seed.items()},
-                "fit_seconds": self.fit_seconds, "run_ids": self.run_ids, "context_builds": self.context_builds}
+                "fit_seconds": self.fit_seconds, "run_ids": self.run_ids, "context_builds": self.context_builds,
+                "deterministic": self.deterministic}
 
 
 def trial_result(client, jobs: list, runs_by_key: dict, objectives, stability_measure: str) -> TrialResult:
@@ -74,21 +79,24 @@ def trial_result(client, jobs: list, runs_by_key: dict, objectives, stability_me
         result.context_builds += run.data.tags.get(METRIC_CONTEXT_TAG) == "built"
     for objective in objectives:
         if objective.key == STABILITY:
-            result.per_seed[STABILITY] = seed_pair_stability(client, [run for _, run in finished], stability_measure)
+            scores, result.deterministic = seed_pair_stability(client, [run for _, run in finished], stability_measure)
+            result.per_seed[STABILITY] = scores
         else:
             result.per_seed[objective.key] = [float(run.data.metrics.get(objective.tracked_key, math.nan))
                                               for _, run in finished]
     return result
 
 
-def seed_pair_stability(client, runs: list, measure: str) -> list:
-    """Mean matched similarity of every pair of ``runs``' topics (their ``output/`` artifacts,
-    downloaded to a temporary folder removed afterwards); empty for fewer than two runs."""
+def seed_pair_stability(client, runs: list, measure: str) -> tuple[list, bool]:
+    """(mean matched similarity of every pair of ``runs``' topics, whether their fits are
+    identical), read from their ``output/`` artifacts (downloaded to a temporary folder removed
+    afterwards); no pairs for fewer than two runs. Identical fits (a deterministic model) give NaN
+    for every pair: their similarity is 1 by construction, not a stability a search may reward."""
     from topicbench.core.metrics.stability import seed_stability
     from topicbench.core.output import TopicModelOutput
 
     if len(runs) < 2:
-        return []
+        return [], False
     with tempfile.TemporaryDirectory(prefix="topicbench-stability-") as folder:
         outputs = []
         for i, run in enumerate(runs):
@@ -96,8 +104,25 @@ def seed_pair_stability(client, runs: list, measure: str) -> list:
             target.mkdir()
             client.download_artifacts(run.info.run_id, "output", str(target))
             outputs.append(TopicModelOutput.load(target / "output"))
+        if identical_fits(outputs):
+            pairs = len(outputs) * (len(outputs) - 1) // 2
+            return [math.nan] * pairs, True
         summary = seed_stability(outputs, measure)
-    return [float(score.mean_matched_similarity) for score in summary.scores]
+    return [float(score.mean_matched_similarity) for score in summary.scores], False
+
+
+def identical_fits(outputs: list) -> bool:
+    """Whether every output has the same topics as the first (the same topic-word matrix, exactly)."""
+    import numpy as np
+
+    def dense(output):
+        matrix = output.topic_word_matrix
+        return matrix.toarray() if hasattr(matrix, "toarray") else np.asarray(matrix)
+
+    if len({output.topic_word_matrix.shape for output in outputs}) > 1:  # a different K: not the same fit
+        return False
+    first = dense(outputs[0])
+    return all(np.array_equal(first, dense(other)) for other in outputs[1:])
 
 
 def fit_topics(client, run_id: str) -> list | None:

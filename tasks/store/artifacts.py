@@ -41,6 +41,9 @@ EXAMPLE_TOPICS, EXAMPLES_PER_TOPIC, EXCERPT_CHARS = 20, 3, 200
 LLM_RECORDS = "llm/requests.jsonl"
 #: The artifact holding every question a model that asks an LLM (TopicGPT) asked during its fit.
 LLM_FIT_RECORDS = "llm/fit_requests.jsonl"
+#: The run's log of library warnings raised while it was fitted and scored, one line per distinct
+#: warning with its count (:mod:`topicbench.tasks.run.fit_warnings`).
+FIT_WARNINGS = "warnings.log"
 
 
 def write_output_artifacts(output: TopicModelOutput, folder) -> Path:

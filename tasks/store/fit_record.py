@@ -14,11 +14,16 @@ import math
 import re
 from dataclasses import asdict, dataclass, field, fields
 
+from topicbench.core.metrics.validity import VOCABULARY_SIZE, invalid_scores
+
 
 #: Whether a fit's scoring built the corpus's metric context ("built") or reused it ("reused").
 METRIC_CONTEXT_TAG = "topicbench.metric_context"
 #: The tag that says why a requested metric (or a score key) has no value: ``topicbench.skipped.npmi``.
 SKIPPED_TAG_PREFIX = "topicbench.skipped."
+#: The tag that says why a score is kept but never ranked (outside its valid range, or worse than
+#: the uniform model over the vocabulary): ``topicbench.invalid.perplexity``.
+INVALID_TAG_PREFIX = "topicbench.invalid."
 
 
 def skipped_tag(name: str) -> str:
@@ -26,6 +31,18 @@ def skipped_tag(name: str) -> str:
     tracked, any other character than a letter, digit, ``_``, ``-``, ``.`` or space as ``-``):
     ``npmi@5`` -> ``topicbench.skipped.npmi_top5``, ``top_n 10,25`` -> ``topicbench.skipped.top_n 10-25``."""
     return SKIPPED_TAG_PREFIX + re.sub(r"[^\w\-. ]", "-", tracked_name(name))[:200]
+
+
+def invalid_tags(scores: dict, vocabulary_size: int | None) -> dict:
+    """One tag per score that cannot be ranked (:func:`~topicbench.core.metrics.validity.invalid_scores`),
+    ``topicbench.invalid.<tracked key>`` -> ``"<value> is <why>"``, and all of them as JSON in
+    ``topicbench.invalid_scores``; empty where every score is valid."""
+    found = invalid_scores(scores, vocabulary_size)
+    if not found:
+        return {}
+    tags = {INVALID_TAG_PREFIX + re.sub(r"[^\w\-. ]", "-", tracked_name(key))[:200]: reason[:4900]
+            for key, reason in found.items()}
+    return {**tags, "topicbench.invalid_scores": json.dumps(found)[:4900]}
 
 
 def not_finite_scores(scores: dict) -> dict:
@@ -62,10 +79,11 @@ class FitRecord:
         ``get_params()``; K and the seed are the run's own params), and the model's resolved
         values as ``resolved.<name>``.
     tags : dict of str -> str
-        Where it was fitted, the scoring time, skipped metrics, the kind of training loss.
+        Where it was fitted, the scoring time, skipped metrics, scores that cannot be ranked
+        (:func:`invalid_tags`), the kind of training loss.
     metrics : dict of str -> float
-        Finite values only, under tracked names: fit time, topics used, peak memory, the output's
-        numeric extras and the scores.
+        Finite values only, under tracked names: fit time, topics used, vocabulary size, peak
+        memory, the output's numeric extras and the scores.
     curve : list of (int, float)
         ``training_loss`` per recorded step (finite values).
     label : str
@@ -89,7 +107,9 @@ class FitRecord:
         tags["topicbench.scoring_seconds"] = f"{fit.scoring_seconds:.3f}"
         # the shared work a search counts: this scoring built the corpus's counts, or reused them
         tags[METRIC_CONTEXT_TAG] = "built" if fit.context_built else "reused"
-        metrics = {"fit_seconds": output.fit_seconds, "num_topics_used": output.n_topics}
+        # the vocabulary's size, so that a reader can check the uniform model's baseline (perplexity <= V)
+        metrics = {"fit_seconds": output.fit_seconds, "num_topics_used": output.n_topics,
+                   VOCABULARY_SIZE: output.vocabulary_size}
         if output.peak_memory_mb is not None:
             metrics["peak_memory_mb"] = output.peak_memory_mb
         extra = output.extra
@@ -102,6 +122,7 @@ class FitRecord:
         if skipped:  # why a requested score has no value: all in one tag (the report reads it), and one tag each
             tags["topicbench.skipped_metrics"] = json.dumps(skipped)[:4900]
             tags.update({skipped_tag(name): str(reason)[:4900] for name, reason in skipped.items()})
+        tags.update(invalid_tags(fit.scores, output.vocabulary_size))  # kept as metrics, never ranked
         finite = {tracked_name(k): float(v) for k, v in metrics.items() if v is not None and math.isfinite(float(v))}
         losses, steps = extra.get("training_loss") or [], extra.get("training_steps") or []
         curve = [(int(step), float(v)) for v, step in zip(losses, steps) if math.isfinite(float(v))]

@@ -36,6 +36,11 @@ MOVED_FROM_TAG = "topicbench.artifacts_moved_from"
 #: MLflow's tag of a trace that holds the trace's artifact location.
 TRACE_LOCATION_TAG = "mlflow.artifactLocation"
 
+#: ``extra=`` of the line saying a store was re-pointed: the console shows it at the default
+#: verbosity (the marker of ``flows/console.py``'s ``CONSOLE``, which ``tasks`` does not import),
+#: since a user who copied a store should see, once, that the copy now keeps its own artifacts.
+ON_THE_CONSOLE = {"topicbench_console": True}
+
 _told = set()  # (database, experiment) pairs whose missing artifacts this process has named
 
 
@@ -80,7 +85,7 @@ def follow_moved_store(database, timeout: float = 5.0) -> list:
         _forget_cached_locations()
     for move in moves:
         logger.info("the tracking store %s was copied or moved: experiment %r now keeps its artifacts beside it, in "
-                    "%s (was %s)", database, move.experiment, move.folder, _local_path(move.old))
+                    "%s (was %s)", database, move.experiment, move.folder, _local_path(move.old), extra=ON_THE_CONSOLE)
     for (experiment, old, new), (missing, finished) in stranded.items():
         if (database, experiment) not in _told:  # once a process
             _told.add((database, experiment))

@@ -324,6 +324,31 @@ def changed_settings(model: str, settings: dict) -> dict:
     return {key: [value, defaults.get(key)] for key, value in settings.items() if as_json(value) != as_json(defaults.get(key))}
 
 
+#: The most labels a run's ``corpus_labels`` param counts one by one (MLflow keeps 6000
+#: characters of a param); ``corpus_label_count`` says how many there are in all.
+LABELS_COUNTED = 100
+
+
+def corpus_count_params(corpus) -> dict:
+    """The corpus's documents per partition (of the whole corpus, where this is its training
+    partition) and per label (of the documents fitted on; the most frequent :data:`LABELS_COUNTED`)
+    as JSON params, for the report's "Data and settings"; none for a corpus without them."""
+    from collections import Counter
+
+    found = {}
+    if corpus.partition_sizes is not None:  # the training partition of a split corpus: every partition's size
+        found["corpus_partitions"] = json.dumps(corpus.partition_sizes)
+    elif corpus.partitions is not None:
+        found["corpus_partitions"] = json.dumps(dict(Counter(corpus.partitions).most_common()))
+    if corpus.labels is not None:
+        counts = Counter(str(label) for label in corpus.labels)
+        shown = counts.most_common(LABELS_COUNTED)
+        while len(text := json.dumps(dict(shown), ensure_ascii=False)) > 6000:  # whole JSON, never cut
+            shown = shown[: len(shown) // 2]
+        found["corpus_labels"], found["corpus_label_count"] = text, len(counts)
+    return found
+
+
 def run_record(corpus, model_spec, seed: int, config) -> dict:
     """What a (corpus, model, seed) run is, flattened for MLflow params, logged when it is claimed:
     the corpus and its preprocessing, the model, K and seed as asked, the config, package versions,
@@ -334,11 +359,18 @@ def run_record(corpus, model_spec, seed: int, config) -> dict:
     record = {
         "corpus": corpus.name, "corpus_fingerprint": corpus.fingerprint(), "corpus_source": corpus.source,
         "corpus_documents": corpus.n_documents, "corpus_vocabulary": corpus.n_words, "corpus_tokens": corpus.n_tokens,
+        # how the vocabulary was made, and the test words and tokens left out of it (held-out scores)
+        "corpus_vocabulary_from": corpus.vocabulary_from, "corpus_test_only_words": corpus.test_only_words,
+        "corpus_test_only_tokens": corpus.test_only_tokens,
         "model": model_spec.model, "model_label": model_spec.name, "num_topics": model_spec.num_topics, "seed": seed,
         "config_fingerprint": config.fingerprint(), "git_commit": git_commit(), "numba_threads": numba.get_num_threads(),
         "metrics": ",".join(model_spec.metrics or config.metrics), "top_n": ",".join(map(str, config.top_n)),
     }
     record.update({f"preprocessing.{k}": v for k, v in corpus.preprocessing.items()})
+    oov, reference = config.coherence_settings()  # what coherence counted in, and did with words it lacks
+    record.update({"coherence.oov": oov,
+                   "coherence.reference": reference if isinstance(reference, str) else json.dumps(reference, sort_keys=True)})
+    record.update(corpus_count_params(corpus))
     record.update({f"version.{k}": v for k, v in package_versions().items()})
     llm_metrics = set(model_spec.metrics or config.metrics) & set(config.llm_metrics())
     if llm_metrics:  # who judged and how (the key's variable's name, never the key)

@@ -47,12 +47,29 @@ def test_nmf_is_scikit_learns_nmf_on_tfidf_or_counts(small_lee, features):
     model = NMF(NUM_TOPICS, random_state=SEED, features=features).fit(small_lee)
     output = model.output_
     np.testing.assert_array_equal(output.topic_word_matrix, row_normalised(package.components_))
-    np.testing.assert_array_equal(output.topic_document_matrix, row_normalised(doc_topic).T)
+    scale = package.components_.sum(axis=1)  # H's row scale, moved into W
+    np.testing.assert_array_equal(output.topic_document_matrix, row_normalised(doc_topic * scale).T)
     assert output.extra["iterations"] == package.n_iter_
     assert output.extra["reconstruction_error"] == package.reconstruction_err_
     assert model.init_ == "nndsvda"
     held_out = small_lee.subset(range(10))
-    np.testing.assert_allclose(model.transform(held_out), row_normalised(package.transform(x[:10])).T)
+    np.testing.assert_allclose(model.transform(held_out), row_normalised(package.transform(x[:10]) * scale).T)
+
+
+def test_nmf_shares_do_not_depend_on_how_the_scale_is_split_between_w_and_h():
+    """W H = (W c)(H / c) for any positive c per topic: the same factorisation, the same shares.
+    Normalising W alone would give topic 0 (H's rows summing to 4 against 1) a share of 0.5 here,
+    where it carries 0.8 of the reconstruction."""
+    from topicbench.baselines.nmf import document_topics
+
+    w, h = np.array([[1.0, 1.0], [2.0, 0.5]]), np.array([[3.0, 1.0], [0.5, 0.5]])
+    rescale = np.array([10.0, 0.1])
+    shares = document_topics(w, h)
+    np.testing.assert_allclose(document_topics(w * rescale, h / rescale[:, None]), shares)
+    np.testing.assert_allclose(shares[:, 0], [0.8, 0.2])  # (1·4, 1·1) of 5
+    np.testing.assert_allclose(shares.sum(axis=0), 1.0)
+    reconstruction = w @ h
+    np.testing.assert_allclose(shares, (w * h.sum(axis=1)).T / reconstruction.sum(axis=1))
 
 
 def test_lsi_is_gensims_lsimodel_on_tfidf_with_absolute_weights(small_lee):
@@ -98,12 +115,20 @@ def test_hdp_is_tomotopys_hdpmodel_on_its_live_topics(small_lee):
     output = model.output_
     assert model.num_topics_ == output.n_topics == package.live_k == len(live)
     column = np.array([small_lee.word_index[word] for word in package.used_vocabs])
+    unused = np.setdiff1d(np.arange(small_lee.n_words), column)
+    assert unused.size  # 80 documents use part of the vocabulary: the words the others hold keep their prior share
+    eta, topic_tokens = package.eta, np.asarray(package.get_count_by_topics(), dtype=np.float64)
     for row, k in enumerate(live):
-        np.testing.assert_allclose(output.topic_word_matrix[row, column], package.get_topic_word_dist(k), rtol=1e-6)
-        # the package's top words (ties in any order: tomotopy's is not the corpus's)
-        probability = dict(zip(package.used_vocabs, package.get_topic_word_dist(k)))
-        ours = [probability[word] for word in output.topics[row][:5]]
-        np.testing.assert_allclose(ours, [p for _, p in package.get_topic_words(k, top_n=5)], rtol=1e-6)
+        # tomotopy's (n_kw + η) / (n_k + V'η) over the V' words used, renormalised over all V words
+        used, everywhere = topic_tokens[k] + column.size * eta, topic_tokens[k] + small_lee.n_words * eta
+        np.testing.assert_allclose(output.topic_word_matrix[row, column],
+                                   np.asarray(package.get_topic_word_dist(k)) * used / everywhere, rtol=1e-5)
+        np.testing.assert_allclose(output.topic_word_matrix[row, unused], eta / everywhere, rtol=1e-6)
+        # the package's top words (ties in any order: tomotopy's is not the corpus's; a word with no
+        # count in a small topic ties with the unused words)
+        ours = [output.topic_word_matrix[row, small_lee.word_index[word]] for word in output.topics[row][:5]]
+        np.testing.assert_allclose(ours, [p * used / everywhere for _, p in package.get_topic_words(k, top_n=5)],
+                                   rtol=1e-5)
     theta = np.array([document.get_topic_dist() for document in package.docs])[:, live]
     np.testing.assert_allclose(output.topic_document_matrix, row_normalised(theta).T, rtol=1e-6)
     assert model.alpha_ == pytest.approx(package.alpha) and model.gamma_ == pytest.approx(package.gamma)

@@ -53,15 +53,18 @@ def test_octis_folder_with_labels_and_vocabulary(tmp_path):
     assert corpus.doc_offsets.tolist() == [0, 3, 5, 7]
     assert corpus.doc_term.toarray().tolist() == [[0, 1, 1, 1, 0], [0, 0, 2, 0, 0], [1, 0, 0, 1, 0]]
     assert corpus.dropped_documents == ()
-    assert corpus.preprocessing == PRE.to_dict()
+    # a given vocabulary is kept as published: vocabulary_from played no part and is not recorded
+    assert corpus.preprocessing == {k: v for k, v in PRE.to_dict().items() if k != "vocabulary_from"}
+    assert corpus.vocabulary_from == "given" and corpus.test_only_words == 0
     assert load_corpus(folder, PRE, name="other").name == "other"
 
 
 def test_octis_folder_without_labels_or_vocabulary(tmp_path):
     # corpus frequency: beta 3, alpha 2, gamma 2, delta 1 -> beta, then alpha/gamma alphabetical, delta
     folder = write_octis(tmp_path / "plain", ["gamma alpha beta\ttrain", "beta beta gamma\ttrain", "alpha delta\ttest"])
-    corpus = read_octis_folder(folder, PRE)
+    corpus = read_octis_folder(folder, PreprocessConfig(preprocessed=True, vocabulary_from="all"))
     assert corpus.vocabulary == ("beta", "alpha", "gamma", "delta")
+    assert (corpus.vocabulary_from, corpus.test_only_words, corpus.test_only_tokens) == ("all", 0, 0)
     assert corpus.labels is None
     assert corpus.partitions == ("train", "train", "test")
     assert words_of(corpus) == [["gamma", "alpha", "beta"], ["beta", "beta", "gamma"], ["alpha", "delta"]]
@@ -328,6 +331,7 @@ def labelled():
         partitions=["train", "test", "train", "val"],
         labels=["x", "y", "x", "z"],
         name="lab",
+        config=PreprocessConfig(preprocessed=True, vocabulary_from="all"),  # every word, whatever its partition
     )
 
 

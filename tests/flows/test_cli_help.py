@@ -18,7 +18,7 @@ from topicbench.flows.cli.common import DefaultsShownFormatter
 COMMANDS = {
     "elda", "run", "serve", "report", "paper", "data list", "data fetch", "models list", "metrics list", "ui",
     "compile", "schema", "judge calibrate", "search", "export", "import",
-    "leaderboard",
+    "leaderboard", "server",
 }
 
 

@@ -58,12 +58,18 @@ def test_proxann_calibration_scores_the_endpoint_beside_people_and_released_llms
         again = calibrate_proxann(endpoint, settings, _release(), tracking_uri=None, topics_per_model=1)
     assert calibration.requests == 3 + 3 * 4 + 3 * 12 and calibration.cached == 0  # labels, fits, pairs x 2
     assert again.requests == 0 and again.topics == 2  # each model's first topic, from the cache
-    assert set(calibration.table["scorer"]) == {"toy-model", "toy-llm", "npmi", "cv"}
+    assert set(calibration.table["scorer"]) == {"toy-model", "toy-llm", "npmi", "cv", "npmi (ProxAnn's pairing)",
+                                                "cv (ProxAnn's pairing)"}
+    # the headline is τ on the topics with a 2,000-resample interval; ProxAnn's replay beside it, named
+    assert calibration.table["resamples"].max() == 2000
+    assert calibration.table["method"].iloc[2].startswith("percentile bootstrap, 2,000 resamples of 3 topics")
     released = calibration.table[calibration.table["scorer"] == "toy-llm"].set_index("answer")
     assert released.loc["fit", "document_tau"] > 0.5  # the released answers follow people's
     assert calibration.answers["fit"].round(2).nunique() == 1 and calibration.answers["rank"].isna().all()
     text = format_proxann_table(calibration)
-    assert text.splitlines()[0].startswith("scorer") and "people (left out)" in text and "toy-llm" in text
+    assert text.splitlines()[0].startswith("scorer") and "people (one left out)" in text and "toy-llm" in text
+    assert "ProxAnn's protocol: mean (SE) of 50 resamples at seed 42, a replay of one seed's draw, not the figure" in text
+    assert f"fit: {calibration.people['fit'].dropped_text()}" in text and "not an SE" in text
     client = MlflowClient(uri)
     [run] = client.search_runs([client.get_experiment_by_name(PROXANN_EXPERIMENT).experiment_id])
     assert run.data.tags["topicbench.llm_model"] == "toy-model" and run.data.metrics["llm_requests"] == 51

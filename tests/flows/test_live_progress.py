@@ -78,6 +78,25 @@ def test_running_fits_show_their_step_and_loss():
     assert "scoring" not in progress.status_line()
 
 
+def test_a_fit_without_a_step_yet_shows_its_phase_and_scoring_names_its_metric():
+    progress = BenchmarkProgress(2, clock=FakeClock())
+    progress.fit_started("bertopic@lee seed 0")
+    progress.fit_phase("bertopic@lee seed 0", "embedding documents")
+    line = progress.status_line()
+    assert "fitting bertopic@lee seed 0 embedding documents |" in line
+    assert progress.seconds_left() is None  # a phase is no share of the work
+    progress.fit_phase("bertopic@lee seed 0", "fitting")
+    assert "fitting bertopic@lee seed 0 fitting |" in progress.status_line()
+    progress.fit_ended("bertopic@lee seed 0")
+    progress.fit_phase("bertopic@lee seed 0", "scoring npmi")
+    line = progress.status_line()
+    assert "| scoring bertopic@lee seed 0 (npmi) |" in line and "fitting" not in line
+    assert progress.seconds_left() is not None  # trained: its whole share counts while it is scored
+    progress.run_done("bertopic@lee seed 0")
+    progress.fit_phase("bertopic@lee seed 0", "scoring cv")  # a late event of an ended run changes nothing
+    assert "bertopic" not in progress.status_line()
+
+
 def test_the_time_left_counts_the_share_a_running_fit_has_made():
     clock = FakeClock()
     progress = BenchmarkProgress(2, clock=clock)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import shutil
 
 import pytest
@@ -57,7 +58,7 @@ def test_report_has_every_section(tracked, tmp_path):
     assert (tmp_path / "out" / "coherence_toy.png").stat().st_size > 1000
     # models as rows, corpora as columns, the best per corpus bold
     coherence = text[text.index("**UMass@10**"):text.index("**NPMI@10**")]
-    assert "| model | toy |" in coherence and "2 standard errors of the difference" in text
+    assert "| model | toy |" in coherence and "Holm-corrected for the comparisons with the others" in text
     # the report is also an artifact of the benchmark's parent run, beside the runs in the tracking UI
     from mlflow.tracking import MlflowClient
 
@@ -77,11 +78,12 @@ def test_report_opens_with_a_summary_then_links_every_section_and_shows_every_mo
     assert headings[0] == "## Summary: who wins where" and text.index("| model |") > text.index(headings[0])
     summary = text[text.index(headings[0]):text.index("**Contents**")]
     assert "| model | K · toy | seeds · toy | UMass@10 · toy | NPMI@10 · toy | C_V@10 · toy | TD@10 · toy |" in summary
-    raw = summary[summary.index("| model |"):].split("\n\n")[0]  # (a table at matched K may follow)
+    raw = summary[summary.index("| model |"):].split("\n\n")[0]
     rows = [line for line in raw.splitlines() if line.startswith("| ") and "model" not in line]
     assert [row.split(" | ")[0][2:] for row in rows] == ["elda", "gensim_lda", "gibbs_lda", "gibbs_sparse"]
     assert [row.split(" | ")[1:3] for row in rows][1:] == [["3", "2"]] * 3  # K and the seeds behind each cell
-    assert all(re.search(r"-?\d\.\d+(\*\*)? [①②③④]", cell) for row in rows for cell in row.split(" | ")[3:])
+    # a mean, "(det.)" where every seed gave the same fit (E-LDA), bold or not, then its rank
+    assert all(re.search(r"-?\d\.\d+( \((det\.|same)\))?(\*\*)? [①②③④]", cell) for row in rows for cell in row.split(" | ")[3:])
     assert summary.count("①") >= 4 and "the best mean among the models scored at N = 10" in summary
     # the contents: a link to every heading's anchor
     contents = text[text.index("**Contents**"):text.index(headings[1])]
@@ -138,7 +140,8 @@ def test_report_shows_convergence_and_flags_settings_that_differ_from_the_defaul
     training = text[text.index("## Training and convergence"):text.index("## Fit time and memory")]
     assert "| toy | gibbs_lda | negative log-likelihood per word (every 10 Gibbs sweeps) |" in training
     assert "| toy | gensim_lda | negative variational bound per word (every pass) |" in training
-    assert "elda" not in training  # exact greedy has no loss curve
+    assert "| toy | elda |" not in training  # exact greedy has no loss curve: said, not a row
+    assert "elda (E-LDA is not iterative: it selects its keyword topics greedily" in training
     assert (tmp_path / "out" / "training_toy.png").stat().st_size > 1000
     # in MLflow: the loss per recorded step as a metric history, and the verdict as a metric
     client = MlflowClient(tracked)
@@ -231,7 +234,11 @@ def test_report_shows_each_models_stability_across_its_seeds_above_chance(tracke
     assert sorted(rows.index) == ["elda", "gensim_lda", "gibbs_lda", "gibbs_sparse"]
     for model, row in rows.iterrows():  # two seeds of one corpus: one pair, and its chance level
         assert (row.seeds, row.pairs) == (2, 1), model
+        if model == "elda":  # exact greedy: one fit at both seeds, so stability is not applicable
+            assert row.deterministic == 1.0 and math.isnan(row.jensen_shannon_mean)
+            continue
         assert row.jensen_shannon_chance < row.jensen_shannon_mean <= 1.0 + 1e-12, model
+        assert 0 < row.jensen_shannon_chance_p <= 1 and row.permutations == 19, model
     assert not (findings.one_seed or findings.unreadable or findings.not_compared)
 
     report("report-test", tracked, str(tmp_path / "out"))
@@ -239,6 +246,7 @@ def test_report_shows_each_models_stability_across_its_seeds_above_chance(tracke
     assert text.index("## Robustness") < text.index("## Stability across seeds") < text.index("## E-LDA's topics")
     section = text[text.index("## Stability across seeds"):text.index("## E-LDA's topics")]
     assert "**toy**" in section and all(f"| {model} | 2 |" in section for model in rows.index)
+    assert "not applicable: deterministic, one fit" in section.split("| elda | 2 |")[1].splitlines()[0]
 
 
 class OutOfReferenceModel:
@@ -307,7 +315,7 @@ def test_a_new_users_labelled_study_reports_k_every_requested_score_and_a_reason
                "log_likelihood_own"]
     config = BenchmarkConfig.from_dict({
         "experiment": "new-user", "tracking_uri": uri, "seeds": [0, 1], "metrics": metrics, "top_n": [5, 10],
-        "corpora": [{"name": "study", "source": str(tmp_path / "corpus"), "preprocessing": {"preprocessed": True}}],
+        "corpora": [{"name": "study", "source": str(tmp_path / "corpus"), "preprocessing": {"preprocessed": True, "vocabulary_from": "all"}}],
         "models": [
             {"model": "gensim_lda", "num_topics": 3, "settings": {"passes": 2, "iterations": 20, "top_words": 10}},
             {"model": "gibbs_lda", "num_topics": 9, "settings": {"iterations": 50, "top_words": 10}},
@@ -315,19 +323,23 @@ def test_a_new_users_labelled_study_reports_k_every_requested_score_and_a_reason
         ],
     })
     assert run_benchmark(config).is_completed()
-    report("new-user", uri, str(tmp_path / "out"), sections=["summary", "requested_scores"])
+    report("new-user", uri, str(tmp_path / "out"), sections=["summary", "k_comparison", "requested_scores"])
     text = (tmp_path / "out" / "report.md").read_text()
     summary = text[text.index("## Summary"):text.index("**Contents**")]
     # K and the seeds behind the cells, and the caution where K differ by more than 2x
     assert "| model | K · study | seeds · study |" in summary
     assert "| gibbs_lda | 9 | 2 |" in summary and "| gensim_lda | 3 | 2 |" in summary
     assert "**Caution: the models differ in K on study** (topics used: gibbs_lda 9, gensim_lda 3, test_only_words 3)" in summary
-    # and the comparison at matched K beside the raw one: each model's 3 most prevalent topics
-    matched = summary[summary.index("**At matched K: the same number of topics for every model**"):]
-    assert "| gibbs_lda | 3 |" in matched and "| gensim_lda | 3 |" in matched
+    # which points to what exists: the K section, the fits at the same K (no truncation to matched K)
+    assert "fits at the same K here: gensim_lda, test_only_words at K = 3" in summary and "At matched K" not in text
+    k_part = text[text.index("## K: every score against the number of topics"):]
+    assert "**Verdicts at the same K**" in k_part and "| study | 3 | gensim_lda, test_only_words |" in k_part
+    # at unequal K, one number per model: the prevalence-weighted mean over all topics, and its sensitivity to k
+    weighted = k_part[k_part.index("**One number per model at unequal K"):]
+    assert "| gibbs_lda |" in weighted.split("\n\n")[1] and (tmp_path / "out" / "top_k_study.png").exists()
     # every requested metric is in the report, each score with its direction
     for key in ("UMass@10 · study", "NPMI@10 · study", "TD@10 · study", "**perplexity (lower is better)**",
-                "**heldout_log_likelihood (higher is better)**", "**nmi (higher is better)**",
+                "**heldout_log_likelihood (higher is better)**", "NMI (labels) · study", "ARI (labels) · study",
                 "**purity (higher is better)**", "**log_likelihood_own (higher is better)**"):
         assert key in text, key
     # every dash has a footnote mark, and every mark its reason under the table
@@ -335,8 +347,12 @@ def test_a_new_users_labelled_study_reports_k_every_requested_score_and_a_reason
     assert "–" not in cells and any(cell.startswith("–") for cell in cells)
     marks = {mark for cell in cells for mark in re.findall(r"^–([¹²³⁴⁵⁶⁷⁸⁹]+)$", cell)}
     assert marks and all(f"–{mark} " in text for mark in marks)
-    assert "umass does not apply to test_only_words: topic 0: the word " in summary
-    assert "does not occur in the reference corpus" in summary
+    # a model whose top words the reference lacks keeps its rank: its coherence over the words the
+    # reference has is ranked in its cell, with the words left out stated under the table
+    row = next(line for line in summary.splitlines() if line.startswith("| test_only_words |"))
+    assert re.search(r"\| -?[0-9.]+ \(det\.\)¹ [①②③] \|", row), row
+    assert "umass@10 over the words the reference corpus has: 2 of its topics' top-10 words are not in the " \
+           "reference corpus and left out" in summary
     assert "perplexity does not apply to test_only_words" in text
     # and in the run's tags
     client = MlflowClient(uri)
@@ -346,7 +362,6 @@ def test_a_new_users_labelled_study_reports_k_every_requested_score_and_a_reason
     assert "does not occur in" in skipped["npmi"] and "perplexity" in skipped
     assert run.data.tags["topicbench.skipped.npmi"] == skipped["npmi"]  # and a tag of its own
     # beside that gap, the coherence over the top words the reference has: a tracked score of its own
-    assert "(in-reference words: " in summary and "In-reference words (beside a dash)" in summary
     assert run.data.metrics["npmi_in_reference_topics_top10"] == 3 and "npmi_in_reference_top10" in run.data.metrics
     (fitted, *_) = client.search_runs([experiment.experiment_id], "tags.model = 'gensim_lda'")
     assert not any("in_reference" in name for name in fitted.data.metrics)  # no word out of the reference: neither

@@ -5,6 +5,7 @@ config; a second run fits nothing; an interrupted or killed search resumes witho
 
 from __future__ import annotations
 
+import math
 import sqlite3
 import subprocess
 import sys
@@ -155,9 +156,11 @@ def test_a_grid_search_chooses_reports_and_a_second_run_fits_nothing(tiny_octis,
     assert set(choices) == {"gensim_lda", "elda"}
     assert choices["gensim_lda"].point in ({"num_topics": 2}, {"num_topics": 4})
     assert choices["elda"].point in ({"kappa": 1.0}, {"kappa": 2.0})
-    # E-LDA's fit does not depend on the seed: its topics reappear exactly
+    # E-LDA's fit does not depend on the seed: its fits are identical, so stability (1 by construction) does not
+    # apply to it and rewards nothing; the study failed its trials for that NaN alone, and the choice reads them
     elda_trials = [t for t in choices["elda"].trials if t["state"] == "COMPLETE"]
-    assert all(t["per_seed"]["stability"] == [pytest.approx(1.0)] for t in elda_trials)
+    assert len(elda_trials) == 2 and all(t["deterministic"] for t in elda_trials)
+    assert all(len(t["per_seed"]["stability"]) == 1 and math.isnan(t["per_seed"]["stability"][0]) for t in elda_trials)
     # every trial's fit is a nested run of the one parent of the study
     parents = study_parents(store)
     assert len(parents) == 1 and parents[0].info.status == "FINISHED"
@@ -282,7 +285,7 @@ def test_nsga2_searches_two_objectives_and_its_report_shows_the_front(tiny_octis
     assert [d.name for d in study.directions] == ["MAXIMIZE", "MAXIMIZE"] and len(study.trials) == 2
     text = study_report(outcome, plan.objectives, "topicbench search x", "db")
     front = next(s for s in text.sections if s.title == "Pareto front").blocks[0].cells
-    assert 1 <= len(front) <= 2 and set(front.columns) >= {"npmi@5 (mean ± sd)", "topic_diversity@5 (mean ± sd)"}
+    assert 1 <= len(front) <= 2 and set(front.columns) >= {"npmi@5 (mean ± 95% t)", "topic_diversity@5 (mean ± 95% t)"}
 
 
 # -- what the search says to use ------------------------------------------------------------------
@@ -297,8 +300,9 @@ def hand_choice(label: str, chosen: dict, trials: list) -> search_choice.ModelCh
 
 def hand_search() -> tuple:
     """Three models over 3 seeds, answers worked out by hand: gensim at K=5 has the best NPMI
-    (0.21, se 0.0058); Gibbs at K=5 (0.205, se 0.0029) is within √(se₁² + se₂²) = 0.0065 of it;
-    E-LDA (0.055) is not; Gibbs at K=10 loses on NPMI but beats gensim's K=5 on NMI by 0.20."""
+    (0.21 ± 0.025, the 95% t-interval's half-width 4.30 · 0.01 / √3); Gibbs at K=5 (0.205) is not told
+    apart from it by Welch's t (t = 0.77, p ≈ 0.5); E-LDA (0.055) is (p < 0.001); Gibbs at K=10
+    loses on NPMI but beats gensim's K=5 on NMI by 0.20 (p < 0.001)."""
     objectives = (Objective("npmi@10", True), Objective("nmi", True))
     choices = [
         hand_choice("gensim_lda", {"num_topics": 5}, [
@@ -318,8 +322,8 @@ def test_the_search_recommends_across_models_with_runners_up_and_disagreements(t
     assert (recommendation.label, recommendation.point) == ("gensim_lda", {"num_topics": 5})
     assert [(label, point) for label, point, _ in recommendation.runners_up] == [("gibbs_lda", {"num_topics": 5})]
     assert recommendation.disagreements == ("gibbs_lda at K=10 beats it beyond noise on nmi (0.51 vs 0.31)",)
-    assert recommendation.headline().startswith("use gensim_lda at K=5 (npmi@10 mean 0.21, se 0.0058, 3 seeds); "
-                                                "within noise of it: gibbs_lda at K=5")
+    assert recommendation.headline().startswith("use gensim_lda at K=5 (npmi@10 mean 0.21 ± 0.025, 95% Student-t "
+                                                "interval, n = 3 seeds); within noise of it: gibbs_lda at K=5")
     # with one seed nothing is told apart: said, not guessed
     single = [hand_choice(c.label, c.point, [(t["point"], {k: v[:1] for k, v in t["per_seed"].items()})
                                             for t in c.trials]) for c in choices]
@@ -333,8 +337,9 @@ def test_the_search_recommends_across_models_with_runners_up_and_disagreements(t
     assert text.index("## Recommendation") < text.index("## Chosen settings")
     assert "On tiny: use gensim_lda at K=5" in text and "The objectives disagree: gibbs_lda at K=10" in text
     assert "Caution: 2 seeds per point" in text and "one-standard-error rule and 'within noise' are loose" in text
-    # every ± is named: the tables' columns say sd, the rule's standard error is written se
-    assert "npmi@10 (mean ± sd)" in text and "| se |" in text
+    # every ± is named: the tables' columns and notes say it is a 95% Student-t interval over n seeds
+    assert "npmi@10 (mean ± 95% t)" in text and "| se |" not in text
+    assert "the half-width of the 95% Student-t interval of the mean over n = 3 seeds" in text
     assert search_choice.seed_warnings((0, 1, 2)) == () and search_choice.seed_warnings((0,)) == ()
 
 

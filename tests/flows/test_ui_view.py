@@ -157,3 +157,54 @@ def test_mlflows_ui_opens_on_the_fits_with_their_metrics_as_columns(tmp_path):
     assert all(column in header for column in ("npmi_top10", "fit_seconds", "corpus", "model", "seed"))
     assert "bench-benchmark" not in text  # the parent is filtered out: its fits are not nested under it
     assert text.index("toy/elda/seed0") < text.index("toy/elda/seed1")  # by name
+
+
+def test_the_ui_server_starts_before_the_experiment_is_looked_up(monkeypatch, tmp_path, capsys):
+    """Its start is most of the wait: it overlaps the command's own reading of the store."""
+    from topicbench.flows.cli import ui as cli_ui
+    from topicbench.flows.cli.main import main
+
+    order = []
+    uri, port = _ui(monkeypatch, tmp_path, _Server())
+    started = cli_ui.start_ui_server
+    monkeypatch.setattr(cli_ui, "start_ui_server", lambda uri, port: order.append("server") or started(uri, port))
+    looked_up = cli_ui.ui_experiment
+    monkeypatch.setattr(cli_ui, "ui_experiment", lambda uri, name: order.append("experiment") or looked_up(uri, name))
+    assert main(["ui", "--tracking-uri", uri, "--port", str(port), "--no-browser"]) == 0
+    assert order == ["server", "experiment"]
+
+
+def test_only_a_one_worker_uvicorn_command_is_run_in_the_ui_process():
+    from topicbench.flows.ui_server import is_single_uvicorn
+
+    assert is_single_uvicorn(["python", "-m", "uvicorn", "--host", "127.0.0.1", "--workers", "1", "app:app"])
+    assert not is_single_uvicorn(["python", "-m", "uvicorn", "--workers", "4", "app:app"])
+    assert not is_single_uvicorn(["python", "-m", "gunicorn", "--workers", "1", "app:app"])
+
+
+@pytest.mark.slow
+def test_the_ui_server_answers_from_one_process_that_imports_mlflow_once(tmp_path):
+    """No second process (MLflow's spawned uvicorn) imports MLflow again before the UI answers;
+    the runs API and the page are served, on 127.0.0.1."""
+    import urllib.request
+
+    import psutil
+
+    uri, _, experiment_id = tracked_benchmark(tmp_path)
+    with socket.socket() as probe:
+        probe.bind((UI_HOST, 0))
+        port = probe.getsockname()[1]
+    server = start_ui_server(uri, port)
+    try:
+        assert wait_until_answering(server, port, timeout=180)
+        assert psutil.Process(server.pid).children(recursive=True) == []
+        listening = {c.laddr for c in psutil.Process(server.pid).net_connections() if c.status == psutil.CONN_LISTEN}
+        assert {(address.ip, address.port) for address in listening} == {(UI_HOST, port)}
+        with urllib.request.urlopen(f"http://{UI_HOST}:{port}/ajax-api/2.0/mlflow/experiments/get?"
+                                    f"experiment_id={experiment_id}", timeout=30) as answer:
+            assert json.loads(answer.read())["experiment"]["experiment_id"] == experiment_id
+        with urllib.request.urlopen(f"http://{UI_HOST}:{port}/", timeout=30) as page:
+            assert b"<html" in page.read().lower()
+    finally:
+        stop_process_group(server)
+    assert server.poll() is not None

@@ -85,3 +85,10 @@ def test_without_a_dask_task_runner_nothing_is_subscribed():
     with showing_worker_progress(recorder):  # no flow runs here
         stepping_fit("local@toy seed 0", 3)  # no listener and no worker: run-logger lines only
     assert recorder.events == []
+
+
+def test_a_phase_event_reaches_the_display_and_a_malformed_one_is_dropped():
+    recorder = Recorder()
+    forward_event(recorder, {"event": "phase", "label": "bertopic@lee seed 0", "phase": "embedding documents"})
+    forward_event(recorder, {"event": "phase", "label": "bertopic@lee seed 0"})  # no phase: dropped
+    assert recorder.events == [("phase", "bertopic@lee seed 0", "embedding documents")]

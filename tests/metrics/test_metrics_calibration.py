@@ -159,3 +159,36 @@ def test_the_table_has_the_llms_and_the_files_measures(tmp_path):
     by_name = {row["measure"]: row for row in rows}
     assert list(by_name) == ["llm_rating", "npmi", "umass"]
     assert by_name["llm_rating"]["rating"].rho == pytest.approx(1.0) and by_name["umass"]["rating"].rho == pytest.approx(-1.0)
+
+
+def test_the_interval_resamples_dataset_model_clusters_not_topics():
+    # 6 (dataset, model) clusters of 20 topics; within a cluster every topic is the same topic: the
+    # 120 topics hold 6 independent observations, and only a clustered bootstrap knows it
+    rng = np.random.default_rng(3)
+    cluster_scores, cluster_people = rng.normal(size=6), rng.normal(size=6)
+    labels = [(dataset, model) for dataset in ("wikitext", "nytimes") for model in ("mallet", "dvae", "etm")]
+    clusters = [label for label in labels for _ in range(20)]
+    scores, people = np.repeat(cluster_scores, 20), np.repeat(cluster_people, 20)
+    clustered = spearman_interval(scores, people, np.random.default_rng(0), clusters=clusters)
+    independent = spearman_interval(scores, people, np.random.default_rng(0))
+    assert clustered.rho == independent.rho  # the same point: only the interval differs
+    assert clustered.high - clustered.low > 1.5 * (independent.high - independent.low)
+    assert clustered.method == "percentile bootstrap, 2,000 resamples of 6 (dataset, model) clusters, 120 topics"
+    assert independent.method.startswith("percentile bootstrap, 2,000 resamples of 120 topics, treated as independent "
+                                         "(no (dataset, model) grouping)")
+
+
+def test_a_file_of_one_group_says_its_interval_treats_topics_as_independent(tmp_path):
+    topics = [t for t in read_human_judgments(_judgments(tmp_path)) if (t.dataset, t.model) == ("wikitext", "etm")]
+    rows = calibration_table(topics, {}, np.random.default_rng(0), draws=200)
+    assert rows[0]["rating"].method == ("percentile bootstrap, 200 resamples of 6 topics, treated as independent "
+                                        "(1 (dataset, model) group(s))")
+    everything = calibration_table(read_human_judgments(_judgments(tmp_path)), {}, np.random.default_rng(0), draws=200)
+    assert everything[0]["rating"].method.startswith("percentile bootstrap, 200 resamples of 6 (dataset, model) "
+                                                     "clusters")
+    assert everything[0]["ranking"]["wikitext"]["models"] == 3  # the τ over 3 models: descriptive
+
+
+def test_cluster_labels_must_match_the_topics():
+    with pytest.raises(InputError, match="2 cluster labels for 3 topics"):
+        spearman_interval([1, 2, 3], [1, 2, 3], np.random.default_rng(0), clusters=["a", "b"])

@@ -108,6 +108,8 @@ def test_a_fit_with_out_of_reference_words_gets_the_reason_and_the_in_reference_
     assert gapped.skipped["npmi"].startswith("topic 0: the word 'clinic' does not occur in the reference corpus")
     assert "npmi@5" not in gapped.values and "topic_diversity@5" in gapped.values
     assert gapped.values["npmi_in_reference_topics@5"] == 3.0
+    # top-5 words the reference lacks: clinic; insurance, clinic; none; clinic, insurance, xylophone, zither
+    assert gapped.values["npmi_in_reference_dropped@5"] == 7.0
     direct = coherence_in_reference(topics_with_gaps(), reference, ("npmi",), (5,))["npmi"]
     assert gapped.values["npmi_in_reference@5"] == direct.mean[5]
     assert len(gapped.topic_scores["npmi_in_reference@5"]) == 4  # each topic's own (NaN where not scored)
@@ -117,7 +119,7 @@ def test_a_fit_with_out_of_reference_words_gets_the_reason_and_the_in_reference_
 
 
 def test_the_in_reference_keys_belong_to_their_measure():
-    for key in ("npmi_in_reference@10", "npmi_in_reference_topics@10"):
+    for key in ("npmi_in_reference@10", "npmi_in_reference_topics@10", "npmi_in_reference_dropped@10"):
         assert metric_for_key(key) is METRICS.get("npmi")
     assert metric_for_key("umass_in_reference@5") is METRICS.get("umass")
     assert not METRICS.get("topic_diversity").owns("topic_diversity_in_reference@10")

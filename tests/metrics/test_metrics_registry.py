@@ -26,7 +26,7 @@ from topicbench.core.metrics.registry import (
 from topicbench.core.metrics.scoring import score
 from topicbench.core.validation import InputError
 
-METRIC_MODULES = ("coherence", "coherence_measures", "coherence_in_reference", "counts", "embedding", "diversity", "posterior", "heldout", "labels", "stats", "registry",
+METRIC_MODULES = ("coherence", "coherence_measures", "coherence_in_reference", "counts", "embedding", "diversity", "posterior", "heldout", "labels", "stats", "registry", "prevalence",
                   "context", "needs", "scoring", "stability")
 
 

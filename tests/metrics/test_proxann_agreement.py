@@ -8,10 +8,13 @@ import pandas as pd
 import pytest
 from proxann_release import proxann_fixture
 
-from topicbench.core.metrics.proxann_agreement import (AgreementInputError, calibration_table,
+from scipy.stats import kendalltau
+
+from topicbench.core.metrics.bootstrap import BOOTSTRAP_RESAMPLES
+from topicbench.core.metrics.proxann_agreement import (PROXANN_PAIRING, AgreementInputError, calibration_table,
                                                        judge_topic_agreement, people_means,
                                                        people_ranking_tau, people_topic_agreement,
-                                                       seed_means, topic_ranking_tau)
+                                                       proxann_replay, seed_means, topic_ranking_tau)
 from topicbench.core.metrics.alternative_annotator import _benjamini_yekutieli, alternative_annotator_test
 from topicbench.core.proxann_data import people_answers
 
@@ -85,24 +88,56 @@ def test_topic_ranking_tau_draws_as_pandas_sample_with_proxann_seed():
         np.testing.assert_array_equal(theirs, mine)
 
 
+def test_the_topic_ranking_tau_is_the_point_estimate_with_a_bootstrap_interval_that_covers_it():
+    rng = np.random.default_rng(5)
+    judge = rng.normal(size=24)
+    people = judge + rng.normal(scale=1.5, size=24)
+    found = topic_ranking_tau(judge, people)
+    assert found.tau == pytest.approx(kendalltau(judge, people).statistic)  # the data as given, not a resample mean
+    interval = found.interval
+    assert interval.resamples == BOOTSTRAP_RESAMPLES >= 2000 and interval.undefined == 0
+    assert interval.low < found.tau < interval.high and interval.se > 0
+    assert interval.method == "percentile bootstrap, 2,000 resamples of 24 topics" and found.n_topics == 24
+    assert topic_ranking_tau(judge, people, seed=1).tau == found.tau  # the seed moves the interval only
+    assert topic_ranking_tau(judge, people, seed=1).interval.low != interval.low
+
+
 def test_topic_ranking_tau_of_equal_and_reversed_rankings():
     scores = np.linspace(-1, 1, 12)
     same = topic_ranking_tau(scores, scores)
-    assert (same.mean, same.se, same.point) == (pytest.approx(1.0), pytest.approx(0.0), pytest.approx(1.0))
-    assert same.n_resamples == 50
-    reversed_ = topic_ranking_tau(-scores, scores, n_resamples=20, seed=3)
-    assert reversed_.mean == pytest.approx(-1.0) and reversed_.low == pytest.approx(-1.0)
+    assert (same.tau, same.interval.low, same.interval.high) == (pytest.approx(1.0),) * 3
+    assert topic_ranking_tau(-scores, scores).interval.high == pytest.approx(-1.0)
+
+
+def test_proxann_replay_is_the_mean_of_50_resamples_at_seed_42_and_breaks_the_pairing_on_request():
+    scores = np.linspace(-1, 1, 12)
+    replay = proxann_replay(scores, scores)
+    assert (replay.mean, replay.se, replay.resamples, replay.seed) == (pytest.approx(1.0), pytest.approx(0.0), 50, 42)
+    assert replay.as_text() == "ProxAnn's protocol: mean of 50 resamples at seed 42"
     # ProxAnn's NPMI pairing: the reference is not resampled with the topics, so equal scores lose their pairing.
     shuffled = np.random.default_rng(0).permutation(scores)  # topic order unrelated to the scores
-    unpaired = topic_ranking_tau(shuffled, shuffled, resample_judge=False)
-    assert unpaired.point == pytest.approx(1.0) and unpaired.mean < 0.5
+    assert proxann_replay(shuffled, shuffled, resample_judge=False).mean < 0.5
+    assert topic_ranking_tau(shuffled, shuffled).tau == pytest.approx(1.0)
 
 
 def test_topic_ranking_tau_leaves_out_undefined_topics_and_refuses_mismatched_lengths():
     scores = np.array([0.1, np.nan, 0.3, 0.5, 0.7])
-    assert topic_ranking_tau(scores, np.array([1.0, 5.0, 2.0, 3.0, 4.0])).point == pytest.approx(1.0)
+    found = topic_ranking_tau(scores, np.array([1.0, 5.0, 2.0, 3.0, 4.0]))
+    assert found.tau == pytest.approx(1.0) and found.n_topics == 4
+    # 4 topics: a resample of one topic copied has no order, so no τ: counted, left out of the percentiles
+    assert 0 < found.interval.undefined < found.interval.resamples
+    assert f"({found.interval.undefined} undefined, left out)" in found.interval.method
     with pytest.raises(AgreementInputError, match="same length"):
         topic_ranking_tau([0.1, 0.2], [0.1, 0.2, 0.3])
+
+
+def test_peoples_draws_with_an_undefined_tau_are_counted_as_dropped():
+    # topic a: person 0 answers all 3s (no τ against θ when left out alone), persons 1 and 2 follow θ
+    people = _people({"a": [[3, 3, 3, 3, 3], [5, 4, 3, 2, 1], [5, 3, 4, 1, 2]], "b": [[5, 4, 3, 2, 1], [4, 5, 3, 1, 2]],
+                      "c": [[1, 2, 3, 4, 5], [2, 1, 3, 5, 4]]})
+    found = people_ranking_tau(people, _documents(("a", "b", "c")), n_resamples=40, seed=1)["fit"]
+    assert found.draws == 40 and 0 < found.dropped < 40  # the draws leaving person 0 out of topic a
+    assert found.dropped_text() == f"{found.dropped} of 40 draws had an undefined τ and were dropped"
 
 
 def test_missing_columns_are_named():
@@ -163,33 +198,49 @@ def test_oracle_released_llm_answers_give_the_published_topic_ranking_tau(bills)
     documents, people, judges, _ = bills
     assert people["topic"].nunique() == 24 and people["response"].nunique() == 101  # 121 answered, 20 removed
     table = calibration_table(judges, people, documents).set_index(["scorer", "answer"])
-    for name in judges:
+    theirs = people_topic_agreement(people, documents)
+    for name, answers in judges.items():
+        ours = judge_topic_agreement(answers, people, documents).merge(theirs, on="topic", suffixes=("", "_p"))
         for answer, (published, se) in zip(("fit", "rank"), PUBLISHED_TAU[name]):
             found = table.loc[(name, answer)]
-            assert abs(found["tau"] - published) <= se, (name, answer, found["tau"])
-            assert abs(found["tau"] - published) <= PRINTED, (name, answer, found["tau"])
-            assert found["se"] == pytest.approx(se, abs=PRINTED), (name, answer, found["se"])
+            # ProxAnn's protocol, replayed draw for draw, gives the published figure ...
+            assert abs(found["proxann_tau"] - published) <= PRINTED, (name, answer, found["proxann_tau"])
+            assert found["proxann_se"] == pytest.approx(se, abs=PRINTED), (name, answer, found["proxann_se"])
+            # ... but the headline is τ on the 24 topics, with a 2,000-resample interval around it
+            assert found["tau"] == pytest.approx(kendalltau(ours[f"{answer}_tau"], ours[f"{answer}_tau_p"]).statistic)
+            assert found["resamples"] == 2000 and found["n_topics"] == 24
             assert found["low"] < found["tau"] < found["high"]
+    # Llama-3.1-8B's published 0.16 is seed 42's draw: τ on the topics is 0.12, and other seeds' draws scatter
+    assert table.loc[("llama-3.1-8b", "fit"), "tau"] == pytest.approx(0.12, abs=0.005)
+    llama = judge_topic_agreement(judges["llama-3.1-8b"], people, documents).merge(theirs, on="topic",
+                                                                                    suffixes=("", "_p"))
+    draws = [proxann_replay(llama["fit_tau"], llama["fit_tau_p"], seed=seed).mean for seed in range(20)]
+    assert min(draws) == pytest.approx(0.075, abs=0.005) and max(draws) == pytest.approx(0.143, abs=0.005)
 
 
 def test_oracle_npmi_tau_as_published_and_paired(bills):
     documents, people, _, coherences = bills
     agreement = people_topic_agreement(people, documents).merge(coherences, on="topic")
+    table = calibration_table({}, people, documents, coherences).set_index(["scorer", "answer"])
     for answer, (published, se) in zip(("fit", "rank"), PUBLISHED_TAU["npmi"]):
-        as_published = topic_ranking_tau(agreement["npmi"], agreement[f"{answer}_tau"], resample_judge=False)
-        assert as_published.mean == pytest.approx(published, abs=PRINTED)
-        assert as_published.se == pytest.approx(se, abs=PRINTED)
-        # Paired properly, NPMI still does not rank topics as people do: within the published SE of 0.
-        paired = topic_ranking_tau(agreement["npmi"], agreement[f"{answer}_tau"])
-        assert abs(paired.mean) <= se
+        as_published = table.loc[("npmi" + PROXANN_PAIRING, answer)]  # the replay of their pairing, labelled
+        assert as_published["proxann_tau"] == pytest.approx(published, abs=PRINTED)
+        assert as_published["proxann_se"] == pytest.approx(se, abs=PRINTED)
+        assert np.isnan(as_published["tau"])  # their pairing has no point estimate of its own
+        # The npmi row is paired topic by topic: τ on the data, and NPMI does not rank topics as people do
+        paired = table.loc[("npmi", answer)]
+        assert paired["tau"] == pytest.approx(kendalltau(agreement["npmi"], agreement[f"{answer}_tau"]).statistic)
+        assert paired["low"] < 0 < paired["high"]
 
 
 def test_oracle_people_agree_with_each_other_as_published(bills):
     documents, people, _, _ = bills
     found = people_ranking_tau(people, documents, seed=0)
-    # ProxAnn drew the left-out people unseeded: the figure is reproduced within its SE.
+    # ProxAnn drew the left-out people unseeded: the figure is reproduced within its spread.
     for answer, (published, se) in zip(("fit", "rank"), PUBLISHED_TAU["people"]):
         assert abs(found[answer].mean - published) <= se, (answer, found[answer])
+    # a third of fit's draws leave out someone whose fits are constant on a topic: dropped, and counted
+    assert found["fit"].draws == 100 and 30 <= found["fit"].dropped <= 50 and found["rank"].dropped == 0
 
 
 def test_oracle_alternative_annotator_test_as_published(bills):

@@ -18,7 +18,8 @@ from topicbench.core.metrics.scoring import score
 from topicbench.core.output import TopicModelOutput
 from topicbench.core.topic_word import ConstantPlusSparse
 from topicbench.tasks.run import metric_context as metric_tasks
-from topicbench.tasks.store.artifacts import TOPIC_DOCUMENTS, TOPIC_SCORES, ArtifactFolder, topic_documents
+from topicbench.tasks.store.artifacts import FIT_WARNINGS, TOPIC_DOCUMENTS, TOPIC_SCORES, ArtifactFolder, topic_documents
+from topicbench.tasks.run.fit_warnings import capturing_warnings, warning_lines
 from topicbench.tasks.run.fit import ScoredFit, fit_and_score, fit_model
 
 METRICS = ("umass", "npmi", "topic_diversity", "log_likelihood_own", "log_likelihood_randk", "perplexity")
@@ -133,3 +134,44 @@ def test_a_baseline_scored_where_it_ran_keeps_its_dense_matrices_in_its_artifact
         assert type(saved.topic_word_matrix) is np.ndarray and saved.topic_word_matrix.shape == (3, corpus.n_words)
     finally:
         scored.artifacts.remove()
+
+
+def test_library_warnings_are_said_once_each_with_the_fit_and_kept_in_the_runs_log(make_random_corpus, caplog):
+    # scikit-learn's NMF stopped after 2 iterations warns (ConvergenceWarning) without naming the fit
+    corpus = make_random_corpus(4, n_documents=(40, 40), n_words=(30, 30))
+    with caplog.at_level("WARNING"):
+        scored = run(corpus, model="nmf", settings={"max_iter": 2}, num_topics=3, seed=7)
+    try:
+        said = [record.getMessage() for record in caplog.records if "ConvergenceWarning" in record.getMessage()]
+        assert len(said) == 1 and said[0].startswith(f"nmf@{corpus.name} seed 7: ConvergenceWarning: Maximum number")
+        log = (Path(scored.artifacts.path) / FIT_WARNINGS).read_text()
+        assert log == said[0] + "\n"
+    finally:
+        scored.artifacts.remove()
+
+
+def test_each_distinct_warning_is_one_line_with_its_count():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=DeprecationWarning)  # a filter set before: it keeps precedence
+        with capturing_warnings() as caught:
+            for _ in range(3):
+                warnings.warn("did not converge", UserWarning)
+            warnings.warn("another  thing\n here", RuntimeWarning)
+            warnings.warn("old", DeprecationWarning)
+    assert warning_lines("lda@lee seed 0", caught) == [
+        "lda@lee seed 0: UserWarning: did not converge (3 times)", "lda@lee seed 0: RuntimeWarning: another thing here"]
+
+
+def test_scoring_names_each_metric_as_its_phase(make_random_corpus):
+    from progress_listener import Recorder
+    from topicbench.tasks.run.progress import listening
+
+    recorder = Recorder()
+    with listening(recorder):
+        scored = run(make_random_corpus(1, n_documents=(30, 30), n_words=(25, 25)))
+    scored.artifacts.remove()
+    phases = [event[2] for event in recorder.events if event[0] == "phase"]
+    assert phases[-len(METRICS):] == [f"scoring {name}" for name in METRICS]
+    assert phases.index("fitting") < phases.index(f"scoring {METRICS[0]}")

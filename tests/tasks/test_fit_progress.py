@@ -50,6 +50,10 @@ def test_a_fit_task_reports_to_the_listener_of_its_process(make_random_corpus):
     steps = [event for event in recorder.events if event[0] == "step"]
     assert recorder.events[0] == ("started", "g@tiny seed 0") and recorder.events[-1] == ("ended", "g@tiny seed 0")
     assert [step[2] for step in steps] == [0, 10, 20] and {step[3] for step in steps} == {20}
+    # before its first step, the fit names its phases: its one-time work, then the fit itself
+    phases = [event[2] for event in recorder.events if event[0] == "phase"]
+    assert phases == ["preparing", "fitting"]
+    assert recorder.events.index(("phase", "g@tiny seed 0", "fitting")) < recorder.events.index(steps[0])
 
 
 def test_without_a_listener_the_fit_logs_through_its_logger(caplog):

@@ -1,7 +1,8 @@
 """The leaderboard on bundles written here (format 2: manifest.json and tables/*.parquet) with
-answers known by construction: intervals and ranks over seeds, a lower-is-better metric, fits of
-another fingerprint or preprocessing never ranked together, and autorank's Friedman/Nemenyi as a
-direct call gives it."""
+answers known by construction: Student-t intervals over seeds and the rank intervals they allow,
+deterministic models, ties, a lower-is-better metric, fits of another fingerprint or preprocessing
+never ranked together, and one ranking per metric across datasets (the datasets its blocks) that
+scipy's and autorank's Friedman/Nemenyi give, tested only from 5 datasets."""
 
 from __future__ import annotations
 
@@ -17,11 +18,12 @@ import pytest
 from topicbench.core.validation import InputError
 from topicbench.flows.cli.main import main
 from topicbench.tasks.results.bundle_tables import write_tables
+from topicbench.core.metrics.stats import DETERMINISTIC
 from topicbench.tasks.leaderboard.ranking import (
     LeaderboardError,
-    bootstrap_intervals,
     build_leaderboard,
     load_bundle,
+    seed_intervals,
 )
 from topicbench.tasks.leaderboard.render import render_markdown
 
@@ -61,20 +63,64 @@ def write_bundle(folder, scores: dict, *, experiment="bench", fingerprint="f" * 
     return folder
 
 
-def test_a_mean_s_interval_and_a_rank_s_interval_over_seeds():
-    """Resampling three seeds gives means from their smallest to their largest, each with a chance
-    of 1/27 > 2.5 %: the interval is exactly [min, max]. Apart models keep their ranks; overlapping
-    ones share an interval."""
-    samples = {"apart": [10.0, 11.0, 12.0], "a": [1.0, 2.0, 3.0], "b": [1.5, 2.0, 2.5], "one_seed": [0.5]}
-    scores, ranks = bootstrap_intervals(samples, higher=True)
-    assert (scores["a"].mean, scores["a"].low, scores["a"].high, scores["a"].n) == (2.0, 1.0, 3.0, 3)
-    assert (scores["apart"].low, scores["apart"].high) == (10.0, 12.0)
-    assert scores["one_seed"].mean == 0.5 and math.isnan(scores["one_seed"].low)
-    assert (ranks["apart"].mean, ranks["apart"].low, ranks["apart"].high) == (1, 1, 1)
-    assert (ranks["a"].low, ranks["a"].high) == (2, 3) and (ranks["b"].low, ranks["b"].high) == (2, 3)
-    assert (ranks["one_seed"].mean, ranks["one_seed"].low, ranks["one_seed"].high) == (4, 4, 4)
-    _, lower_better = bootstrap_intervals(samples, higher=False)
-    assert lower_better["one_seed"].mean == 1 and lower_better["apart"].mean == 4
+def test_a_mean_s_interval_is_student_t_and_a_rank_s_interval_comes_from_the_intervals():
+    """Three seeds give mean ± t(0.975, 2) · sd/√3 (4.303, where a bootstrap over 3 seeds gives
+    their range); two seeds give no interval. A rank runs from 1 + the models wholly better to the
+    models not wholly worse: "apart" is ahead of "a" and "b", whose intervals overlap (each 2 to 4);
+    "two_seeds" has no interval, so it is told apart from nobody (1 to 4), and nobody from it: "apart"
+    may be second, behind it."""
+    samples = {"apart": [10.0, 11.0, 12.0], "a": [1.0, 2.0, 3.0], "b": [1.5, 2.0, 2.5], "two_seeds": [0.5, 0.7]}
+    scores, ranks = seed_intervals(samples, higher=True)
+    half = 4.302652729911275 * 1.0 / math.sqrt(3)  # t(0.975, df 2) · sd / √n, sd of 1, 2, 3 = 1
+    assert (scores["a"].mean, scores["a"].n) == (2.0, 3)
+    assert scores["a"].low == pytest.approx(2.0 - half) and scores["a"].high == pytest.approx(2.0 + half)
+    assert scores["a"].method == "95% Student-t interval, n = 3 seeds (df 2)"
+    assert scores["two_seeds"].mean == pytest.approx(0.6) and not scores["two_seeds"].has_interval
+    assert "too few seeds" in scores["two_seeds"].method
+    got = {model: (rank.rank, rank.best, rank.worst, rank.tied) for model, rank in ranks.items()}
+    assert got == {"apart": (1, 1, 2, False), "a": (2, 2, 4, True), "b": (2, 2, 4, True), "two_seeds": (4, 1, 4, False)}
+    _, lower_better = seed_intervals(samples, higher=False)
+    assert lower_better["two_seeds"].rank == 1 and lower_better["apart"].rank == 4
+
+
+def test_rank_bounds_by_hand_on_well_separated_models():
+    samples = {"top": [10.0, 10.1, 10.2], "mid_a": [5.0, 5.5, 6.0], "mid_b": [5.2, 5.4, 5.6], "low": [0.0, 0.1, 0.2]}
+    _, ranks = seed_intervals(samples, higher=True)
+    got = {model: (rank.rank, rank.best, rank.worst) for model, rank in ranks.items()}
+    assert got == {"top": (1, 1, 1), "mid_a": (2, 2, 3), "mid_b": (3, 2, 3), "low": (4, 4, 4)}
+
+
+def test_a_deterministic_model_is_said_so_and_never_has_a_zero_width_interval(tmp_path):
+    """Two deterministic models are never told apart (no seed variance to compare on); a
+    deterministic value outside a random model's interval is (the one-sample t-test)."""
+    samples = {"exact_a": [0.5, 0.5, 0.5], "exact_b": [0.4, 0.4, 0.4], "noisy": [0.1, 0.12, 0.14]}
+    scores, ranks = seed_intervals(samples, higher=True)
+    assert scores["exact_a"].deterministic and not scores["exact_a"].has_interval
+    assert scores["exact_a"].method == DETERMINISTIC
+    got = {model: (rank.rank, rank.best, rank.worst) for model, rank in ranks.items()}
+    assert got == {"exact_a": (1, 1, 2), "exact_b": (2, 1, 2), "noisy": (3, 3, 3)}
+    folder = write_bundle(tmp_path / "b", {("toy", m): {"npmi@10": v} for m, v in samples.items()})
+    markdown = render_markdown(build_leaderboard([load_bundle(folder)]), with_diagram=False)
+    assert f"| 1 (1–2) | exact_a | 0.500 {DETERMINISTIC} |" in markdown
+    assert "[0.500, 0.500]" not in markdown and "[0.400, 0.400]" not in markdown
+
+
+def test_ties_share_a_rank_marked_and_a_model_without_the_first_metric_is_not_given_its_rank(tmp_path):
+    """Issue 48: "3 (2–3)" printed below rank 4 when a model was ranked on TD only. The rank column
+    is the dataset's first headline metric; a model without it shows "—" and sits below."""
+    scores = {("toy", "a"): {"npmi@10": [0.30, 0.31, 0.32], "topic_diversity@10": [0.5, 0.6, 0.7]},
+              ("toy", "b"): {"npmi@10": [0.20, 0.21, 0.22], "topic_diversity@10": [0.5, 0.6, 0.7]},
+              ("toy", "c"): {"npmi@10": [0.20, 0.21, 0.22], "topic_diversity@10": [0.8, 0.9, 1.0]}}
+    bundle = write_bundle(tmp_path / "b", scores)
+    td_only = write_bundle(tmp_path / "td", {("toy", "d"): {"topic_diversity@10": [0.9, 0.95, 1.0]}}, experiment="td")
+    leaderboard = build_leaderboard([load_bundle(bundle), load_bundle(td_only)])
+    board = leaderboard.datasets[0]
+    assert [entry.model for entry in board.entries] == ["a", "c", "b", "d"]  # a tie: by the next metric
+    section = render_markdown(leaderboard, with_diagram=False).split("## Dataset: toy")[1]
+    rows = [line for line in section.splitlines() if line.startswith("| ")]
+    first_cells = [row.split(" | ")[0].removeprefix("| ") for row in rows[1:5]]
+    assert first_cells == ["1", "2= (2–3)", "2= (2–3)", "—"]
+    assert board.entries[3].ranks["topic_diversity@10"].rank == 1  # its TD rank is in its TD cell's hover
 
 
 def test_each_dataset_ranks_in_each_metric_s_direction(tmp_path):
@@ -149,37 +195,94 @@ def test_the_page_states_a_document_level_calibration_beside_a_missing_word_leve
 
 
 def _five_datasets(tmp_path):
-    """Three models on five datasets, whose mean scores rank them in a known order on each."""
+    """Three models on five datasets, whose mean scores rank them in a known order on each: NPMI
+    and C_V in opposite orders, so a ranking that mixed them would not be either's."""
     means = {"d1": (0.3, 0.2, 0.1), "d2": (0.3, 0.1, 0.2), "d3": (0.3, 0.2, 0.1), "d4": (0.2, 0.3, 0.1),
              "d5": (0.3, 0.2, 0.1)}
-    scores = {(corpus, model): {"npmi@10": [mean - 0.01, mean + 0.01]}
+    scores = {(corpus, model): {"npmi@10": [mean - 0.01, mean, mean + 0.01], "cv@10": [1 - mean, 1 - mean, 1 - mean]}
               for corpus, row in means.items() for model, mean in zip(("a", "b", "c"), row)}
     return load_bundle(write_bundle(tmp_path / "b", scores)), means
 
 
+def _ranking(leaderboard, metric, group="main"):
+    (found,) = [cross for cross in leaderboard.crosses if cross.metric == metric and cross.group == group]
+    return found
+
+
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # autorank's unused effect sizes, in the direct call
-def test_the_cross_dataset_ranking_is_autorank_s_friedman_nemenyi(tmp_path):
+def test_the_datasets_are_the_blocks_and_the_test_is_scipy_s_and_autorank_s_friedman(tmp_path):
     from autorank import autorank
+    from scipy import stats
 
     bundle, means = _five_datasets(tmp_path)
-    cross = build_leaderboard([bundle]).cross
-    assert cross.reason is None and cross.blocks == tuple((corpus, "npmi@10") for corpus in means)
+    leaderboard = build_leaderboard([bundle])
+    assert [(c.metric, c.group) for c in leaderboard.crosses] == [("npmi@10", "main"), ("cv@10", "main")]
+    cross = _ranking(leaderboard, "npmi@10")
+    assert cross.reason is None and cross.datasets == tuple(means)  # 5 blocks, not 5 × 2 (dataset, metric) pairs
     data = pd.DataFrame(np.array(list(means.values())), columns=["a", "b", "c"])
+    assert cross.result.pvalue == pytest.approx(stats.friedmanchisquare(data.a, data.b, data.c).pvalue)
     with contextlib.redirect_stdout(io.StringIO()):
         direct = autorank(data, alpha=0.05, order="descending", force_mode="nonparametric")
     assert (cross.result.omnibus, cross.result.posthoc) == ("friedman", "nemenyi")
     assert cross.result.cd == pytest.approx(direct.cd) and cross.result.pvalue == pytest.approx(direct.pvalue)
-    pd.testing.assert_series_equal(cross.result.rankdf.meanrank, direct.rankdf.meanrank, check_exact=False)
     # by hand: a ranks 1, 1, 1, 2, 1 on the five datasets; b 2, 3, 2, 1, 2; c 3, 2, 3, 3, 3
     assert cross.mean_ranks == pytest.approx({"a": 1.2, "b": 2.0, "c": 2.8})
-    assert cross.block_ranks["a"] == (1, 1, 1, 2, 1) and list(cross.mean_ranks) == ["a", "b", "c"]
+    assert cross.block_ranks["a"] == (1, 1, 1, 2, 1) and cross.models == ("a", "b", "c")
     assert dict(direct.rankdf.meanrank) == pytest.approx(cross.mean_ranks)
+    # C_V is ranked on its own: its order is NPMI's reversed, never averaged with it
+    assert _ranking(leaderboard, "cv@10").models == ("c", "b", "a")
 
 
-def test_too_few_blocks_for_a_test_says_so_and_still_ranks(tmp_path):
-    scores = {("toy", model): {"npmi@10": [v, v + 0.01]} for model, v in (("a", 0.3), ("b", 0.1))}
-    cross = build_leaderboard([load_bundle(write_bundle(tmp_path / "b", scores))]).cross
-    assert cross.result is None and "at least 5" in cross.reason and cross.mean_ranks == {"a": 1.0, "b": 2.0}
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_nemenyi_separates_the_pairs_further_apart_than_its_critical_difference(tmp_path):
+    """Four models in one order on six datasets: mean ranks 1, 2, 3, 4; CD = q(0.05, 4) ·
+    √(4·5 / (6·6)) = 2.569 · 0.745 = 1.915, so a–c, a–d and b–d are told apart, and no neighbours."""
+    order = {"a": 0.4, "b": 0.3, "c": 0.2, "d": 0.1}
+    scores = {(f"d{i}", model): {"npmi@10": [v + i / 100 - 0.001, v + i / 100, v + i / 100 + 0.001]}
+              for i in range(6) for model, v in order.items()}
+    cross = _ranking(build_leaderboard([load_bundle(write_bundle(tmp_path / "b", scores))]), "npmi@10")
+    assert cross.result.cd == pytest.approx(2.569 * math.sqrt(20 / 36), abs=1e-3)
+    assert set(cross.separated) == {("a", "c"), ("a", "d"), ("b", "d")}
+    assert cross.separated_by.startswith("Nemenyi's critical difference 1.91")
+
+
+def test_under_five_datasets_there_is_no_test_and_the_page_says_so(tmp_path):
+    """Four datasets: no Friedman test; the mean ranks with their intervals; the pairs the
+    per-dataset intervals separate on every dataset ("far" from the others), none where none."""
+    values = {"top": 0.5, "near_a": 0.2, "near_b": 0.21}
+    scores = {(f"d{i}", model): {"npmi@10": [v - 0.02, v, v + 0.02]} for i in range(4) for model, v in values.items()}
+    leaderboard = build_leaderboard([load_bundle(write_bundle(tmp_path / "b", scores))])
+    cross = _ranking(leaderboard, "npmi@10")
+    assert cross.result is None and cross.reason == "too few datasets to test (4 of 5)"
+    assert set(cross.separated) == {("top", "near_b"), ("top", "near_a")}
+    assert (cross.rank_low["near_b"], cross.rank_high["near_b"]) == (2.0, 3.0)
+    markdown = render_markdown(leaderboard, with_diagram=True)
+    assert "No test: too few datasets to test (4 of 5)." in markdown and "![" not in markdown
+    assert "Pairs told apart by the per-dataset intervals, on every dataset: top ahead of near_b, near_a." in markdown
+    assert "| 1 | top | 1.00 (1.00–1.00) | 20 | 1 | 1 | 1 | 1 |" in markdown
+    alike = {(f"d{i}", model): {"npmi@10": [0.2, 0.3, 0.4]} for i in range(2) for model in ("x", "y")}
+    lone = _ranking(build_leaderboard([load_bundle(write_bundle(tmp_path / "c", alike))]), "npmi@10")
+    assert lone.separated == () and "on every dataset: none." in render_markdown(
+        build_leaderboard([load_bundle(write_bundle(tmp_path / "d", alike))]), with_diagram=False)
+
+
+def test_a_model_at_another_k_is_ranked_apart_and_a_partial_one_is_named(tmp_path):
+    """E-LDA-like "many" (1000 topics against 20) is never in the main ranking or its diagram;
+    "partial" lacks d4 and is named with what it lacks; a dataset few models have is no block."""
+    scores = {(f"d{i}", model): {"npmi@10": [v - 0.01, v, v + 0.01]}
+              for i in range(5) for model, v in (("a", 0.3), ("b", 0.2), ("c", 0.1), ("many", 0.5), ("partial", 0.4))
+              if not (model == "partial" and i == 4)}
+    scores[("lonely", "a")] = {"npmi@10": [0.1, 0.2, 0.3]}
+    folder = write_bundle(tmp_path / "b", scores, topics={"many": 1000.0})
+    leaderboard = build_leaderboard([load_bundle(folder)])
+    main_ranking, other = _ranking(leaderboard, "npmi@10"), _ranking(leaderboard, "npmi@10", "other K")
+    assert main_ranking.models == ("a", "b", "c") and other.models == ("many",)
+    assert main_ranking.datasets == ("d0", "d1", "d2", "d3", "d4") and main_ranking.result is not None
+    assert main_ranking.left_out == ("partial (no npmi@10 on d4)",)
+    assert main_ranking.not_blocks == ("lonely (only 1 of 4 models have npmi@10 there)",)
+    markdown = render_markdown(leaderboard, with_diagram=True)
+    assert "### npmi@10 ↑: models at another K" in markdown and "(1000 to 1000 topics)" in markdown
+    assert markdown.count("![") == 1 and "models at K 20 to 20; models at another K are not in it" in markdown
 
 
 def test_a_bundle_without_tables_is_refused_with_the_fix(tmp_path):
@@ -202,12 +305,13 @@ def test_the_command_writes_the_page_and_refuses_a_metric_without_a_direction(tm
     markdown = (out / "leaderboard.md").read_text()
     assert "npmi@10 (higher is better)" in markdown and "Nemenyi's critical difference" in markdown
     assert "Fingerprint (SHA-256) " + "f" * 64 in markdown and "ρ = 0.31" in markdown
-    assert "d (no scores on d2, no scores on d3, no scores on d4, no scores on d5)" in markdown  # left out: why
+    assert "d (no npmi@10 on d2, d3, d4, d5)" in markdown  # left out: why
     html = (out / "leaderboard.html").read_text()
-    assert "<svg" in html and "src=\"http" not in html and (out / "critical_difference.png").stat().st_size > 0
+    diagram = out / "critical_difference_npmi_10.png"
+    assert "<svg" in html and "src=\"http" not in html and diagram.stat().st_size > 0
     assert main(["leaderboard", bundle.folder, str(judged), "--out", str(tmp_path / "again")]) == 0
     assert all((out / name).read_bytes() == (tmp_path / "again" / name).read_bytes()  # the same page, byte for byte
-               for name in ("leaderboard.md", "leaderboard.html", "critical_difference.png"))
+               for name in ("leaderboard.md", "leaderboard.html", "leaderboard.json", diagram.name))
     assert main(["leaderboard", bundle.folder, "--out", str(out), "--metric", "fit_seconds"]) == 2
     assert capsys.readouterr().err.strip().splitlines()[-1].startswith("topicbench: error: 'fit_seconds' is not")
 
@@ -218,7 +322,7 @@ def test_every_attribute_and_header_of_the_page_shows_controls_as_code_points(tm
     import re
     import unicodedata
 
-    from topicbench.tasks.leaderboard.render import write_leaderboard
+    from topicbench.tasks.leaderboard.write import write_leaderboard
 
     model, corpus = "evil\u202egnp.exe\x07\u200b", "news\u2066\x1b[31m"
     folder = write_bundle(tmp_path / "b", {(corpus, model): {"npmi@10": [0.1, 0.2, 0.15]},

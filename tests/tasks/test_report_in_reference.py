@@ -1,5 +1,6 @@
-"""The summary beside a coherence's gap for top words out of the reference: the coherence over the
-words the reference has, labelled, with the topics it averages (issue 38, item 3)."""
+"""A coherence missing for top words out of the reference: the coherence over the words the
+reference has, ranked in the model's cell with the words and topics dropped as its footnote
+(issue 47, item 4; before it, issue 38 showed it beside a dash, unranked)."""
 
 from __future__ import annotations
 
@@ -22,17 +23,35 @@ def _runs():
     return pd.DataFrame([{"corpus": "c1", "status": "FINISHED", **row} for row in rows])
 
 
-def test_a_gap_for_out_of_reference_words_shows_the_in_reference_score_beside_its_reason():
-    table = summary_table(_runs(), [("npmi@10", "NPMI@10")], models=["lda", "prodlda"], corpora=["c1"])
+def test_a_coherence_missing_for_out_of_reference_words_is_ranked_over_the_in_reference_words():
+    """Issue 47, item 4: one word outside the reference never removes a model from a comparison:
+    its coherence over the words the reference has is ranked in its cell, with a footnote that
+    states the words and topics dropped."""
+    runs = _runs().assign(**{"npmi_in_reference_dropped@10": [None, None, 1.0, 3.0]})
+    table = summary_table(runs, [("npmi@10", "NPMI@10")], models=["lda", "prodlda"], corpora=["c1"])
     lda, prodlda = table.cells["NPMI@10 · c1"]
-    assert isinstance(lda, Estimate) and isinstance(prodlda, Gap)
-    assert prodlda.reason == f"npmi does not apply to prodlda: {REASON}"
-    assert prodlda.partial.value.mean == 0.05 and prodlda.partial.value.n == 2
-    assert (prodlda.partial.topics, prodlda.partial.of) == (7.5, 10)
-    assert format_table(table)["NPMI@10 · c1"][1] == "–¹ (in-reference words: 0.0500, 7.50 of 10 topics)"
-    assert IN_REFERENCE_NOTE in table.note and f"–¹ npmi does not apply to prodlda: {REASON}." in table.note
-    assert set(table.ranks) == {(0, "NPMI@10 · c1")}  # the partial value is not ranked against full ones
+    assert isinstance(lda, Estimate) and isinstance(prodlda, Estimate)
+    assert prodlda.mean == 0.05 and prodlda.n == 2 and prodlda.mark == 1
+    assert set(table.ranks) == {(0, "NPMI@10 · c1"), (1, "NPMI@10 · c1")}
+    assert table.ranks[(0, "NPMI@10 · c1")] == 1 and table.ranks[(1, "NPMI@10 · c1")] == 2
+    assert format_table(table)["NPMI@10 · c1"][1].startswith("0.0500") and "¹" in format_table(table)["NPMI@10 · c1"][1]
+    assert ("¹ npmi@10 over the words the reference corpus has: 2 of its topics' top-10 words are not in the "
+            "reference corpus and left out (none taken in their place); 7.5 of 10 topics keep 2 or more") in table.note
+    assert "–¹" not in table.note  # a value, not a gap
     assert higher_is_better("npmi_in_reference_topics@10") is None  # a count: never marked best
+    assert higher_is_better("npmi_in_reference_dropped@10") is None
+
+
+def test_an_in_reference_value_that_ranks_first_is_its_columns_best():
+    runs = _runs().assign(**{"npmi_in_reference@10": [None, None, 0.30, 0.31]})
+    table = summary_table(runs, [("npmi@10", "NPMI@10")], models=["lda", "prodlda"], corpora=["c1"])
+    assert table.ranks[(1, "NPMI@10 · c1")] == 1
+
+
+def test_a_store_without_the_dropped_count_still_says_words_were_left_out():
+    table = summary_table(_runs(), [("npmi@10", "NPMI@10")], models=["lda", "prodlda"], corpora=["c1"])
+    assert "top words not in the reference corpus are left out" in table.note
+    assert table.ranks[(1, "NPMI@10 · c1")] == 2
 
 
 def test_a_gap_without_out_of_reference_words_shows_its_reason_alone():

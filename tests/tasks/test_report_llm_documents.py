@@ -124,11 +124,12 @@ def _table(text: str, title: str) -> str:
 def test_a_report_shows_the_document_level_scores_and_the_judges_proxann_calibration(calibrated):
     uri, calibration, folder = calibrated
     text = _report_text(uri, folder)
-    # the scores: in the summary and in the LLM section, mean ± sd over seeds; b's missing fit τ says why
+    # the scores: in the summary and in the LLM section, the mean over seeds (2 seeds: no interval, which needs 3);
+    # b's missing fit τ says why
     assert "| model | K · toy | seeds · toy | LLM fit τ · toy | LLM rank τ · toy |" in text
     fit = _table(text, "LLM fit τ (documents' fit against θ, -1 to 1)")
-    assert "| a | 0.605 ± 0.0071 |" in fit and re.search(r"\| b \| –\S* \|", fit)
-    assert "| a | 0.305 ± 0.0071 |" in _table(text, "LLM rank τ (documents' ranking against θ, -1 to 1)")
+    assert "| a | 0.605 |" in fit and re.search(r"\| b \| –\S* \|", fit)
+    assert "| a | 0.305 |" in _table(text, "LLM rank τ (documents' ranking against θ, -1 to 1)")
     # bookkeeping: a share of 0 beside 1 is shown, never bold; the counts of topics with a τ (of min(K, 8) judged)
     shares = _table(text, "share of topics with a fit τ")
     assert "| b | 0 |" in shares and "**" not in shares
@@ -137,20 +138,28 @@ def test_a_report_shows_the_document_level_scores_and_the_judges_proxann_calibra
     assert "**Small sample of the documents' judging:** the fewest topics judged for a model is 8, over 2 seeds" in text
     # the calibration: the judge's τ as logged, beside people's own and the released LLM's and NPMI's from the same run
     logged = MlflowClient(uri).get_run(calibration.run_id).data.metrics
-    own = {answer: f"{logged[f'proxann.{answer}.tau']:+.2f} ({logged[f'proxann.{answer}.se']:.2f})"
-           for answer in ("fit", "rank")}
+    # the headline is τ on the topics with its bootstrap interval; ProxAnn's replay is shown as such
+    own = {answer: f"{logged[f'proxann.{answer}.tau']:+.2f} \\[{logged[f'proxann.{answer}.low']:+.2f}, "
+                   f"{logged[f'proxann.{answer}.high']:+.2f}\\]" for answer in ("fit", "rank")}
     assert f"**Document-level calibration of {JUDGE} against people** (ProxAnn's Bills study" in text
-    assert f"6 topics; run {calibration.run_id}" in text and f"fit {own['fit']} \\[" in text
+    assert f"6 topics; run {calibration.run_id}" in text and f"fit {own['fit']}" in text
+    assert "τ \\[95% interval\\] (percentile bootstrap, 2,000 paired resamples of 6 topics)" in text
+    assert logged["proxann.rank.resamples"] == 2000 and "(SE)" not in text.split("Topic-ranking agreement")[0]
     table = _table(text, "Topic-ranking agreement with people (ProxAnn's Bills study)")
     rows = {line.split(" | ")[0].lstrip("| "): line for line in table.splitlines()[2:]}
     assert list(rows) == [f"{JUDGE} (this judge)", "people (one left out)", "toy-llm", "NPMI (ProxAnn's file)",
-                          "C_V (ProxAnn's file)"]
+                          "C_V (ProxAnn's file)", "NPMI (ProxAnn's file), as ProxAnn paired it (replay only)",
+                          "C_V (ProxAnn's file), as ProxAnn paired it (replay only)"]
     assert own["fit"] in rows[f"{JUDGE} (this judge)"] and own["rank"] in rows[f"{JUDGE} (this judge)"]
     people = calibration.people["fit"]
-    shown = f"| {people.mean:+.2f} ({people.se:.2f}) \\[{people.low:+.2f}, {people.high:+.2f}\\] |"
+    shown = f"| {people.mean:+.2f} (spread {people.spread:.2f}) \\[{people.low:+.2f}, {people.high:+.2f}\\] |"
     assert shown in rows["people (one left out)"]
+    assert f"fit: {people.dropped} of {people.draws} draws had an undefined τ and were dropped" in text
+    assert "spread over which person is left out, not an SE" in text
     released = calibration.table.set_index(["scorer", "answer"]).loc[("toy-llm", "rank")]
-    assert f"{released.tau:+.2f} ({released.se:.2f})" in rows["toy-llm"]
+    assert f"| {released.tau:+.2f} \\[{released.low:+.2f}, {released.high:+.2f}\\] |" in rows["toy-llm"]
+    assert f"| {released.proxann_tau:+.2f} ({released.proxann_se:.2f}) |" in rows["toy-llm"]
+    assert "ProxAnn's protocol: mean of 50 resamples at seed 42 (SE: their standard deviation)" in text
     assert "Advantage probability" in text and "has not been calibrated" not in text
 
 
@@ -170,17 +179,38 @@ def test_the_newest_calibration_of_the_judge_is_read_and_another_models_is_not(c
     found = latest_proxann_calibration(uri, JUDGE)
     assert found["run_id"] == calibration.run_id and found["topics"] == 6
     assert set(found["judge"]) == {"fit", "rank"} and set(found["judge"]["fit"]) >= {"tau", "se", "low", "high"}
-    assert [other["scorer"] for other in found["others"]] == ["toy-llm", "npmi", "cv"]
+    assert [other["scorer"] for other in found["others"]] == ["toy-llm", "npmi", "cv", "npmi (ProxAnn's pairing)",
+                                                              "cv (ProxAnn's pairing)"]
     assert found["others"][1]["fit"]["document_tau"] is None  # a coherence has no per-document τ
     assert json.loads(json.dumps(found)) == found  # plain numbers: a bundle's manifest keeps it as it is
     assert latest_proxann_calibration(uri, "another-model") is None
 
 
 def test_peoples_tau_is_read_from_the_runs_metrics_and_an_answer_without_them_is_none():
-    metrics = {"proxann.people.fit.tau": 0.09, "proxann.people.fit.se": 0.05, "proxann.people.fit.low": -0.01,
-               "proxann.people.fit.high": 0.19, "proxann.people.rank.tau": 0.18}
-    assert people_tau(metrics) == {"fit": {"tau": 0.09, "se": 0.05, "low": -0.01, "high": 0.19}, "rank": None}
+    metrics = {"proxann.people.fit.tau": 0.09, "proxann.people.fit.spread": 0.05, "proxann.people.fit.low": -0.01,
+               "proxann.people.fit.high": 0.19, "proxann.people.fit.draws": 100, "proxann.people.fit.dropped": 37,
+               "proxann.people.rank.tau": 0.18}
+    assert people_tau(metrics) == {"fit": {"tau": 0.09, "spread": 0.05, "low": -0.01, "high": 0.19, "draws": 100,
+                                           "dropped": 37}, "rank": None}
     assert people_tau({"proxann.fit.tau": 0.3}) is None
+    # an older run called the same spread "se" and did not count the dropped draws
+    older = {"proxann.people.fit.tau": 0.09, "proxann.people.fit.se": 0.05, "proxann.people.fit.low": -0.01,
+             "proxann.people.fit.high": 0.19}
+    assert people_tau(older)["fit"] == {"tau": 0.09, "spread": 0.05, "low": -0.01, "high": 0.19, "draws": None,
+                                        "dropped": None}
+
+
+def test_an_older_runs_tau_is_shown_as_proxanns_replay_not_as_the_point():
+    from topicbench.tasks.report.llm_judged import document_calibration_blocks
+
+    judge = {answer: {"tau": 0.16, "se": 0.18, "low": -0.1, "high": 0.5, "document_tau": 0.25}
+             for answer in ("fit", "rank")}  # logged before the point estimate: no resamples
+    summary, table = document_calibration_blocks(JUDGE, "", {"run_id": "r", "when": 0, "topics": 24, "judge": judge,
+                                                             "others": [], "people": {"fit": None, "rank": None}})
+    rows = table.cells.set_index("scorer")
+    assert rows.loc[f"{JUDGE} (this judge)", "τ fit [95%]"] is None
+    assert rows.loc[f"{JUDGE} (this judge)", "ProxAnn's protocol fit (SE)"] == "+0.16 (0.18)"
+    assert "No point τ for fit and rank: the run was logged before it was" in str(summary.parts)
 
 
 def test_a_bundle_keeps_the_document_level_calibration_for_its_report(calibrated):

@@ -8,6 +8,7 @@ from topicbench.tasks.report.render import (
     NO_SPREAD_NOTE, SPREAD_NOTE, anchors, format_estimate, format_value, html_table, markdown_table, rank_colour, render_html,
     render_markdown,
 )
+from topicbench.tasks.report.emphasis import DETERMINISTIC_NOTE
 from topicbench.tasks.report.parts import Plot, Report, Section
 from topicbench.tasks.report.statistics import Flip
 from topicbench.tasks.report.tables import Estimate, ReportTable, Share, TopicWords
@@ -15,37 +16,47 @@ from topicbench.tasks.report.tables import Estimate, ReportTable, Share, TopicWo
 from colour_vision import delta_e, deuteranopia, hex_rgb, lab
 
 
-def test_an_estimate_is_mean_and_sd_with_the_n_it_was_scored_at_and_missing_seeds():
-    assert format_estimate(Estimate(-1.6494, 0.0401, 3, 3)) == "-1.65 ± 0.040"  # three significant digits
-    assert format_estimate(Estimate(0.4123, 0.012, 3, 3, scored_at=7)) == "0.412 ± 0.012 (N=7)"
-    assert format_estimate(Estimate(2585.2, 1953.0, 2, 3)) == "2585 ± 2000 (n=2)"  # an integer part stays whole
+def test_an_estimate_is_mean_and_t_interval_with_the_n_it_was_scored_at_and_missing_seeds():
+    # ± is the half-width of the 95% Student-t interval: t_{0.975, 2} · 0.0401 / √3 = 0.0996 over 3 seeds
+    assert format_estimate(Estimate(-1.6494, 0.0401, 3, 3)) == "-1.65 ± 0.100"  # three significant digits
+    assert format_estimate(Estimate(0.4123, 0.012, 3, 3, scored_at=7)) == "0.412 ± 0.030 (N=7)"
+    assert format_estimate(Estimate(0.4123, 0.012, 5)) == "0.412 ± 0.015"  # t_{0.975, 4} = 2.776
+    assert format_estimate(Estimate(0.4123, 0.012, 10)) == "0.412 ± 0.0086"  # t_{0.975, 9} = 2.262
+    assert format_estimate(Estimate(2585.2, 1953.0, 2, 3)) == "2585 (n=2)"  # no interval under 3 seeds
     assert format_estimate(Estimate(5.0, float("nan"), 1)) == "5.00"
     assert format_estimate(Estimate(0.4123, 0.012, 3), spread=False) == "0.412"
 
 
 def test_numbers_read_without_scientific_notation_or_a_plus_minus_zero():
-    assert format_estimate(Estimate(0.223, 3.4e-17, 3)) == "0.223"  # deterministic: the mean alone
-    assert format_estimate(Estimate(0.2717, 8.8e-05, 3)) == "0.272 ± <0.0001"  # an sd no one can see in the mean
-    assert format_estimate(Estimate(-1.737, 0.0072, 3)) == "-1.74 ± 0.0072"
-    assert format_estimate(Estimate(-0.000902, 1.8e-07, 3)) == "-0.000902 ± 0.00000018"
-    # seconds in the unit that reads best, counts whole
-    assert format_estimate(Estimate(6.512e-06, 9.8e-07, 3), "seconds") == "6.51 ± 0.98 µs"
-    assert format_estimate(Estimate(0.0065, 0.0004, 3), "seconds") == "6.50 ± 0.40 ms"
-    assert format_estimate(Estimate(12.3, 0.4, 3), "seconds") == "12.3 ± 0.40 s"
-    assert format_estimate(Estimate(140.0, 3.0, 3), "seconds") == "2.33 ± 0.050 min"
+    assert format_estimate(Estimate(0.223, 3.4e-17, 3)) == "0.223 (det.)"  # deterministic: said so, no ± 0
+    assert format_estimate(Estimate(0.2717, 3.5e-05, 3)) == "0.272 ± <0.0001"  # a ± no one can see in the mean
+    assert format_estimate(Estimate(-1.737, 0.0072, 3)) == "-1.74 ± 0.018"
+    assert format_estimate(Estimate(-0.000902, 1.8e-07, 3)) == "-0.000902 ± 0.00000045"
+    # seconds in the unit that reads best, counts whole (a count the same on every seed is no model's choice)
+    assert format_estimate(Estimate(6.512e-06, 9.8e-07, 3), "seconds") == "6.51 ± 2.4 µs"
+    assert format_estimate(Estimate(0.0065, 0.0004, 3), "seconds") == "6.50 ± 0.99 ms"
+    assert format_estimate(Estimate(12.3, 0.4, 3), "seconds") == "12.3 ± 0.99 s"
+    assert format_estimate(Estimate(140.0, 3.0, 3), "seconds") == "2.33 ± 0.12 min"
     assert format_estimate(Estimate(100.0, 0.0, 3), "count") == "100"
     assert format_estimate(Estimate(18.0, 0.0, 3), "count") == "18"
-    assert format_estimate(Estimate(17.67, 1.2, 3), "count") == "17.7 ± 1.2"
+    assert format_estimate(Estimate(17.67, 1.2, 3), "count") == "17.7 ± 3.0"
     assert format_value(0.0123, unit="seconds") == "12.3 ms" and format_value(3.0, unit="count") == "3"
     assert format_value(0.27171) == "0.272"
 
 
-def test_a_table_says_once_why_a_value_has_no_plus_minus():
+def test_a_table_says_once_what_its_plus_minus_is_and_why_a_value_has_none():
     cells = pd.DataFrame({"model": ["a", "b"], "c1": [Estimate(1.0, 0.0, 3), Estimate(2.0, 0.2, 3)]})
-    text = markdown_table(ReportTable(cells, note="Bold: the best."))
-    assert "| a | 1.00 |" in text and "| b | 2.00 ± 0.20 |" in text
-    assert text.count(NO_SPREAD_NOTE) == 1 and "Bold: the best. " + SPREAD_NOTE + " " + NO_SPREAD_NOTE in text
-    assert NO_SPREAD_NOTE not in markdown_table(ReportTable(cells.iloc[1:]))
+    text = markdown_table(ReportTable(cells, note="Bold: the best.", tested=True))  # models' scores
+    assert "| a | 1.00 (det.) |" in text and "| b | 2.00 ± 0.50 |" in text
+    spread = SPREAD_NOTE.format(seeds="n = 3 seeds")  # the interval's method and its n
+    assert text.count(DETERMINISTIC_NOTE) == 1 and "Bold: the best. " + spread + " " + DETERMINISTIC_NOTE in text
+    assert DETERMINISTIC_NOTE not in markdown_table(ReportTable(cells.iloc[1:], tested=True))
+    counts = markdown_table(ReportTable(cells, unit="count", tested=True))  # a count the same on every seed
+    assert "| a | 1 |" in counts and NO_SPREAD_NOTE in counts and DETERMINISTIC_NOTE not in counts
+    shares = markdown_table(ReportTable(cells))  # not a model's score (a share answered): the same, not deterministic
+    assert "| a | 1.00 |" in shares and NO_SPREAD_NOTE in shares and DETERMINISTIC_NOTE not in shares
+    mixed = pd.DataFrame({"model": ["a", "b"], "c1": [Estimate(1.0, 0.1, 5), Estimate(2.0, 0.2, 2)]})
+    assert SPREAD_NOTE.format(seeds="n = 5 seeds") in markdown_table(ReportTable(mixed))  # n = 2 has no interval
 
 
 def test_a_topic_is_its_words_and_its_share_of_the_documents():
@@ -66,20 +77,23 @@ def test_values_are_formatted_by_type_unless_the_column_says_otherwise():
 
 
 def _table():
-    cells = pd.DataFrame({"model": ["a", "b"], "c1": [Estimate(1.0, 0.1, 2), Estimate(2.0, 0.2, 2)]})
-    return ReportTable(cells, frozenset({(1, "c1")}), note="Bold: the best.", title="NPMI@10")
+    cells = pd.DataFrame({"model": ["a", "b"], "c1": [Estimate(1.0, 0.1, 3), Estimate(2.0, 0.2, 3)]})
+    return ReportTable(cells, frozenset({(1, "c1")}), note="Bold: the best.", title="NPMI@10",
+                       tips={(1, "c1"): "the best mean; largest Holm-adjusted Welch p against the others 0.012"})
 
 
 def test_markdown_marks_the_best_cell_bold():
     text = markdown_table(_table())
-    assert "| b | **2.00 ± 0.20** |" in text and "| a | 1.00 ± 0.10 |" in text
+    assert "| b | **2.00 ± 0.50** |" in text and "| a | 1.00 ± 0.25 |" in text
     assert text.startswith("**NPMI@10**") and "Bold: the best." in text
 
 
 def test_html_marks_the_best_cell_and_right_aligns_numbers():
     page = html_table(_table())
-    assert "<td class='number best'><strong>2.00 ± 0.20</strong></td>" in page
-    assert "<td class='number'>1.00 ± 0.10</td>" in page and "<caption>NPMI@10</caption>" in page
+    # the p behind the bold, in the hover
+    assert ("<td class='number best' title='the best mean; largest Holm-adjusted Welch p against the others 0.012'>"
+            "<strong>2.00 ± 0.50</strong></td>") in page
+    assert "<td class='number'>1.00 ± 0.25</td>" in page and "<caption>NPMI@10</caption>" in page
 
 
 def test_pages_embed_only_the_plots_that_were_written(tmp_path):
@@ -107,9 +121,11 @@ def test_a_ranked_table_shows_ranks_in_markdown_and_ranks_and_colours_in_html():
     page = html_table(_summary())
     assert "<table class='results summary'>" in page and "colspan='1'>UMass@10</th>" in page
     # each ranked cell shows its rank, as in Markdown; hovering tells the seeds behind its mean
-    assert (f"style='background:{rank_colour(1, 2)}' title='rank 1 of 2; -1.20 ± 0.10 over 2 seeds'>"
+    # (two seeds: no interval; three: the 95% Student-t interval, so named)
+    assert (f"style='background:{rank_colour(1, 2)}' title='rank 1 of 2; -1.20 over 2 seeds'>"
             "<strong>-1.20 (n=2)</strong> <span class='rank'>①</span></td>") in page
-    assert "title='rank 2 of 2; -1.50 ± 0.10 over 3 seeds'>-1.50 <span class='rank'>②</span></td>" in page
+    assert ("title='rank 2 of 2; -1.50 ± 0.25 over 3 seeds (95% Student-t interval)'>-1.50 "
+            "<span class='rank'>②</span></td>") in page
     assert "class='number smaller-n'>-0.400 (N=5)</td>" in page  # grey, unranked
     assert rank_colour(1, 5) == "#6baed6" and rank_colour(5, 5) == "#f7fbff"
 

@@ -94,7 +94,12 @@ def test_tables_follow_the_configs_order_and_show_short_topics_at_their_n():
     umass = next(block for block in coherence.blocks if isinstance(block, ReportTable) and block.title == "UMass@10")
     assert list(umass.cells.columns) == ["model", "c2", "c1"] and list(umass.cells.model) == ["gibbs", "elda", "bertopic"]
     assert umass.cells.set_index("model").loc["bertopic", "c1"].scored_at == 5
-    assert umass.best == {(1, "c2"), (1, "c1")}  # elda's -2 beats gibbs' -3; bertopic's N=5 score takes no part
+    # elda's -2 over gibbs' -3 is the best mean, but every seed gave the same value (deterministic): there is
+    # no seed variance to test on, so nothing is bold, and the hover says why; bertopic's N=5 score takes no part
+    assert umass.best == frozenset() and "not testable" in umass.tips[(0, "c1")]
+    assert umass.tips[(1, "c1")].startswith("the best mean") and (2, "c1") not in umass.tips
+    assert "Welch's t-test over seeds" in next(block for block in coherence.blocks if isinstance(block, str)
+                                               and block.startswith("Bold: the best mean beats every other"))
 
 
 def test_a_benchmark_can_register_its_own_section(monkeypatch):
@@ -220,17 +225,30 @@ def test_the_summary_cautions_where_the_models_k_differ_more_than_twice():
     assert "Caution" not in render_markdown(report, {})
 
 
-def test_stability_at_chance_is_flagged():
-    from topicbench.tasks.report.summary import with_chance_flags
-    from topicbench.tasks.report.tables import Estimate
+def test_stability_near_chance_is_a_test_and_a_deterministic_model_is_not_applicable():
+    """HDP at 0.301 against a chance level of 0.230 is above chance when its p says so, ProdLDA at
+    0.97 against 0.959 near chance when its p does not: the verdict is the permutation test's, not
+    a distance from the chance level; a model with one fit gets no similarity at all."""
+    from topicbench.tasks.report.stability import stability_tables
+    from topicbench.tasks.results.stability import StabilityFindings
 
-    cells = pd.DataFrame({"model": ["flat", "stable"], "seeds": [2, 2],
-                          "matched similarity (1 − JS distance)": [Estimate(0.963, 0.001, 1), Estimate(0.99, 0.001, 1)],
-                          "topics reappearing": [Estimate(1.0, 0.0, 1), Estimate(1.0, 0.0, 1)],
-                          "chance similarity": [0.961, 0.90]})
-    flagged = with_chance_flags(ReportTable(cells, title="c1"))
-    assert list(flagged.cells["vs chance"]) == ["at chance: matched similarity", "above chance"]
-    assert "less than 0.1 of the way from its chance level to 1" in flagged.note
+    def row(model, similarity, chance, p, deterministic=0.0):
+        return {"corpus": "c1", "model": model, "seeds": 3, "pairs": 3, "deterministic": deterministic,
+                "permutations": 19.0, "sampled_topics": np.nan,
+                **{f"{m}_{name}": value for m in ("jensen_shannon", "top_words") for name, value in (
+                    ("mean", similarity), ("sd", 0.01), ("share_mean", 1.0), ("share_sd", 0.0), ("chance", chance),
+                    ("chance_sd", 0.004), ("chance_error", 0.0), ("chance_p", p))}}
+
+    table = pd.DataFrame([row("hdp", 0.301, 0.230, 0.05), row("prodlda", 0.970, 0.959, 0.4),
+                          {**row("elda", np.nan, np.nan, np.nan, 1.0)}])
+    (flagged,) = stability_tables(StabilityFindings(table), models=["hdp", "prodlda", "elda"])
+    verdicts = list(flagged.cells["vs chance"])
+    assert verdicts[:2] == ["JS: above chance (p = 0.05); RBO: above chance (p = 0.05)",
+                            "JS: near chance (p = 0.4); RBO: near chance (p = 0.4)"]
+    assert verdicts[2] == "not applicable: deterministic, one fit"
+    assert flagged.cells["matched similarity (1 − JS distance)"].iloc[2] is None  # never 1.0
+    assert list(flagged.cells["chance similarity"])[:2] == ["0.230 ± 0.004", "0.959 ± 0.004"]
+    assert "one-sided permutation test" in flagged.note and "p ≤ α = 0.05" in flagged.note
 
 
 def test_the_llms_scores_on_few_topics_or_one_seed_carry_a_caution_and_its_shares_answered_are_never_bold():

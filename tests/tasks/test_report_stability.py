@@ -54,8 +54,9 @@ def _log_run(client, experiment_id, tmp_path, corpus, model, seed, output=None, 
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
-    """Crafted runs on corpus "toy": ``same`` twice one output (seeds 0, 1); ``keywords`` twice
-    one constant-plus-sparse output; ``random`` three unrelated outputs; ``single`` one seed;
+    """Crafted runs on corpus "toy": ``same`` one output's topics, in another order at seed 1 (the
+    same topics found again); ``keywords`` twice one constant-plus-sparse output (a deterministic
+    model: one fit); ``random`` three unrelated outputs; ``single`` one seed;
     ``broken`` two seeds, one without ``output/``."""
     from mlflow.tracking import MlflowClient
 
@@ -66,7 +67,7 @@ def store(tmp_path_factory):
     rng = np.random.default_rng(0)
     same = rng.dirichlet(np.full(len(VOCABULARY), 0.3), size=4)
     for seed in (0, 1):
-        _log_run(client, experiment_id, root, "toy", "same", seed, _output(same, seed))
+        _log_run(client, experiment_id, root, "toy", "same", seed, _output(same if seed == 0 else same[::-1], seed))
         _log_run(client, experiment_id, root, "toy", "keywords", seed, _output(_keyword_topics(), seed))
     for seed in (0, 1, 2):
         _log_run(client, experiment_id, root, "toy", "random", seed,
@@ -78,17 +79,21 @@ def store(tmp_path_factory):
     return uri, broken
 
 
-def test_one_output_under_two_seeds_is_perfectly_stable_well_above_chance(store):
+def test_the_same_topics_found_again_are_stable_above_chance_and_one_fit_is_not_applicable(store):
     uri, _ = store
     findings = collect_stability(uri, collect_runs(uri, EXPERIMENT))
     rows = findings.table.set_index("model")
     assert sorted(rows.index) == ["keywords", "random", "same"]
-    for model in ("same", "keywords"):  # dense, and constant-plus-sparse as E-LDA writes it
-        row = rows.loc[model]
-        assert row.seeds == 2 and row.pairs == 1
-        assert row.jensen_shannon_mean == pytest.approx(1.0) and row.jensen_shannon_share_mean == 1.0
-        assert row.top_words_mean == pytest.approx(1.0)
-        assert row.jensen_shannon_chance < 0.9 and np.isnan(row.jensen_shannon_sd)  # one pair: no sd
+    row = rows.loc["same"]
+    assert row.seeds == 2 and row.pairs == 1 and row.deterministic == 0.0
+    assert row.jensen_shannon_mean == pytest.approx(1.0) and row.jensen_shannon_share_mean == 1.0
+    assert row.top_words_mean == pytest.approx(1.0)
+    assert row.jensen_shannon_chance < 0.9 and np.isnan(row.jensen_shannon_sd)  # one pair: no sd
+    assert row.jensen_shannon_chance_sd > 0 and row.permutations == 19
+    assert row.jensen_shannon_chance_p == pytest.approx(1 / 20)  # beats every draw: the smallest p, ≤ α
+    keywords = rows.loc["keywords"]  # constant-plus-sparse as E-LDA writes it, the same fit at both seeds
+    assert keywords.deterministic == 1.0 and keywords.pairs == 1
+    assert np.isnan(keywords.jensen_shannon_mean) and np.isnan(keywords.top_words_chance_p)  # never 1.0
     assert rows.loc["random", "pairs"] == 3 and rows.loc["random", "jensen_shannon_mean"] < 0.9
     assert np.isfinite(rows.loc["random", "jensen_shannon_sd"])
     assert findings.one_seed == (("toy", "single"),)
@@ -104,6 +109,9 @@ def test_the_section_has_a_table_per_corpus_and_names_what_it_could_not_measure(
     assert "## Stability across seeds" in markdown and "Hungarian" in markdown and "**toy**" in markdown
     assert "| model | seeds | matched similarity (1 − JS distance) | topics reappearing | chance similarity |" in markdown
     assert "| same | 2 | 1.00 | 1.00 |" in markdown
+    assert "JS: above chance (p = 0.05); RBO: above chance (p = 0.05)" in markdown
+    assert "not applicable: deterministic, one fit |" in markdown.split("| keywords |")[1].splitlines()[0]
+    assert "one-sided permutation test" in markdown and "19 permutation draws" in markdown
     assert "One seed, so not measurable: single on toy." in markdown
     assert "| single |" not in markdown and "| broken |" not in markdown  # words, not rows of dashes
     assert f"broken on toy seed 1 (run {broken}:" in markdown and "broken on toy (1 of 2 seeds readable)" in markdown
@@ -129,10 +137,11 @@ def test_tables_follow_the_configs_order_and_a_report_without_findings_has_no_se
 
 def test_model_stability_of_unrelated_runs_sits_near_its_chance_level():
     rng = np.random.default_rng(1)
-    runs = [rng.dirichlet(np.ones(200), size=5) for _ in range(2)]
-    row = model_stability(runs, [tuple(map(str, range(200)))] * 2, [0, 1])
+    runs = [rng.dirichlet(np.ones(200), size=5) for _ in range(3)]
+    row = model_stability(runs, [tuple(map(str, range(200)))] * 3, [0, 1, 2])
     assert abs(row["jensen_shannon_mean"] - row["jensen_shannon_chance"]) < 0.05
-    again = model_stability(runs, [tuple(map(str, range(200)))] * 2, [0, 1])
+    assert row["pairs"] == 3 and row["jensen_shannon_chance_p"] > 0.05 and row["top_words_chance_p"] > 0.05
+    again = model_stability(runs, [tuple(map(str, range(200)))] * 3, [0, 1, 2])
     assert again["jensen_shannon_chance"] == row["jensen_shannon_chance"]  # the shuffles are seeded
 
 

@@ -13,7 +13,7 @@ from topicbench.core.metrics.registry import metric_for_key
 from topicbench.tasks.report.statistics import ranking_agreement, set1_table
 from topicbench.tasks.report.summary import gap_reason, k_differences, summary_table
 from topicbench.tasks.report.tables import (
-    Estimate, Gap, Share, TopicWords, clear_best, metric_pivot, run_status, training_table,
+    Estimate, Gap, Share, TopicWords, estimate, bold_best, metric_pivot, run_status, training_table, convergence_verdict,
 )
 from topicbench.tasks.report.topics import model_topics
 
@@ -41,7 +41,8 @@ def test_pivot_puts_models_in_rows_and_corpora_in_columns_with_mean_and_sd():
 @pytest.mark.parametrize("key", ["npmi@10", "perplexity"])
 def test_the_best_per_corpus_follows_the_metrics_direction(key):
     higher = metric_for_key(key).higher_is_better
-    runs = _runs(_scores({"low": {key: 1.0}, "mid": {key: 2.0}, "high": {key: 3.0}}))
+    base = {"npmi@10": 0.0, "perplexity": 100.0}[key]  # values inside the metric's valid range
+    runs = _runs(_scores({"low": {key: base + 0.1}, "mid": {key: base + 0.2}, "high": {key: base + 0.3}}))
     table = metric_pivot(runs, key, models=["low", "mid", "high"], corpora=["c1"])
     assert table.best == {(2 if higher else 0, "c1")}
     assert ("higher" if higher else "lower") in table.note
@@ -65,7 +66,8 @@ def test_short_topics_show_the_score_at_the_largest_n_they_allow_and_are_never_b
     assert table.best == {(0, "c1")}  # -0.5 at N=5 is not comparable with -3.0 at N=10
     # the one rule for the best, and what becomes of a value at a smaller N, said under the table
     assert table.note.startswith("Bold: the best per column, the highest mean (higher is better) among the models "
-                                 "scored at N = 10, bold only where it beats the runner-up by more than 2 standard errors")
+                                 "scored at N = 10, where the test under this section finds it better than every other")
+    assert table.tested and table.tips[(0, "c1")].startswith("the best mean; largest Holm-adjusted Welch p")
     assert "shown in grey and not ranked" in table.note
     assert metric_pivot(runs, "umass@5", models=["lda", "bertopic", "ctm"], corpora=["c1"]).best == {(1, "c1")}
 
@@ -119,8 +121,28 @@ def test_training_table_follows_the_given_order():
                   for corpus in ("x", "y") for model in ("m", "n")])
     table = training_table(runs, corpora=["y", "x"], models=["n", "m"])
     assert list(zip(table.cells.corpus, table.cells.model)) == [("y", "n"), ("y", "m"), ("x", "n"), ("x", "m")]
-    assert table.cells["converged"].iloc[0] == Share(1, 1) and table.cells["epochs / iterations"].iloc[0] == (5,)
-    assert math.isnan(table.cells["relative change, last 10%"].iloc[0].sd)
+    assert table.cells["verdict"].iloc[0] == "converged 1/1" and table.cells["epochs / iterations"].iloc[0] == (5,)
+    assert table.cells["rule"].iloc[0].startswith("change under 1% over the last 10%")  # tracked before the tail rule
+
+
+def test_training_table_says_converged_still_improving_or_stopped_at_the_cap_with_the_rule():
+    curve = {"training_loss_kind": "negative log-likelihood per word", "training_curve": ([0, 10, 20], [3.0, 2.0, 1.9]),
+             "convergence_threshold": 0.001}
+    runs = _runs([{"corpus": "c", "model": "hdp", "seed": 0, "converged": 0.0, "training_loss_tail_fall": 0.004, **curve},
+                  {"corpus": "c", "model": "hdp", "seed": 1, "converged": 0.0, "training_loss_tail_fall": 0.005, **curve},
+                  {"corpus": "c", "model": "hdp", "seed": 2, "converged": 1.0, "training_loss_tail_fall": 0.0002, **curve},
+                  *({"corpus": "c", "model": "nmf", "seed": seed, "converged": float(seed > 0),
+                     "training_loss_kind": "no curve: scikit-learn's stopping rule (tol reached before max_iter)"}
+                    for seed in (0, 1))])
+    table = training_table(runs, corpora=["c"], models=["hdp", "nmf"])
+    hdp, nmf = table.cells.to_dict("records")
+    assert hdp["verdict"] == "still improving 2/3, converged 1/3"
+    assert hdp["rule"] == "tail rule, fall over 0.1% (gibbs, variational)"
+    assert hdp["fall of the loss, last 20%"].n == 3
+    assert nmf["verdict"] == "stopped at its iteration cap 1/2, converged 1/2"
+    assert nmf["rule"] == "scikit-learn's stopping rule (tol reached before max_iter)"
+    # a curve with a threshold but no finite fall was too short to judge
+    assert convergence_verdict({"converged": 0.0, "convergence_threshold": 0.005})[0] == "too short to tell"
 
 
 def _summary_runs():
@@ -151,19 +173,50 @@ def test_the_summary_ranks_every_metric_and_corpus_in_one_table_by_one_rule():
     # bold only out of the seeds' noise: c2 rests on one seed, so nothing there is bold
     assert table.best == {(0, "UMass@10 · c1"), (2, "NPMI@10 · c1")}
     assert table.cells["UMass@10 · c1"][3].scored_at == 5 and table.cells["UMass@10 · c2"][0].n == 1  # one seed of two
-    assert "2 standard errors" in table.note and "shown in grey and not ranked" in table.note
+    assert "the test under this section" in table.note and "shown in grey and not ranked" in table.note
+    assert table.tested and "Holm-adjusted" in table.tips[(0, "UMass@10 · c1")]  # the p, in the hover
     # a model without a value says why, in a footnote under the table
     gap = table.cells["UMass@10 · c2"][2]
     assert isinstance(gap, Gap) and gap.reason == "not fitted" and "–¹ not fitted." in table.note
 
 
-def test_the_bold_best_must_stand_out_of_the_seeds_noise():
-    close = [Estimate(0.200, 0.05, 2), Estimate(0.193, 0.05, 2), Estimate(0.1, 0.001, 2)]
-    assert clear_best(close, True) == []  # 0.007 apart with an se of the difference of 0.05
-    assert clear_best([Estimate(0.3, 0.01, 3), *close], True) == [0]
-    assert clear_best([Estimate(0.3, float("nan"), 1), Estimate(0.1, float("nan"), 1)], True) == []  # one seed
-    assert clear_best([Estimate(0.3, 0.0, 2), Estimate(0.3, 0.0, 2)], True) == []  # a tie
-    assert clear_best([Estimate(1.0, 0.0, 2), Estimate(2.0, 0.0, 2)], False) == [0]  # lower is better
+def test_the_bold_best_must_beat_every_other_by_welch_and_holm():
+    from scipy.stats import ttest_ind
+
+    best, runner_up, far = [0.30, 0.31, 0.32], [0.20, 0.26, 0.32], [0.10, 0.11, 0.12]
+    rows, tips = bold_best([estimate(best), estimate(runner_up), estimate(far)], True)
+    raw = [ttest_ind(best, other, equal_var=False).pvalue for other in (runner_up, far)]
+    assert raw[0] > 0.05 and rows == []  # the runner-up is not beaten: no bold, though the far one is
+    # Holm: the smaller p times 2, the larger times 1 (and never below the smaller's adjusted)
+    assert f"{max(raw[0], 2 * raw[1]):.2g}" in tips[0] and "not bold" in tips[0]
+    assert tips[2] == f"Welch p against the best mean, Holm-adjusted: {2 * raw[1]:.2g}"  # the smaller p, times 2
+    rows, tips = bold_best([estimate(best), estimate([0.20, 0.21, 0.22]), estimate(far)], True)
+    assert rows == [0] and "bold" in tips[0]
+    # the old rule's example (results/congress-models): 0.0930 ± 0.0051 over 0.0853 ± 0.0012 was beyond 2 se;
+    # Welch's p is about 0.11, so it is not bold
+    nmf, gibbs = [0.0930 - 0.0051, 0.0930, 0.0930 + 0.0051], [0.0853 - 0.0012, 0.0853, 0.0853 + 0.0012]
+    assert ttest_ind(nmf, gibbs, equal_var=False).pvalue > 0.05
+    assert bold_best([estimate(nmf), estimate(gibbs)], True)[0] == []
+    # one seed, a tie and estimates without their seeds' values take no part; lower is better reads the other way
+    assert bold_best([estimate([0.3]), estimate([0.1])], True)[0] == []
+    assert bold_best([estimate([0.3, 0.31, 0.32]), estimate([0.3, 0.31, 0.32])], True)[0] == []
+    assert bold_best([Estimate(0.3, 0.01, 3), Estimate(0.1, 0.01, 3)], True) == ([], {})
+    assert bold_best([estimate([1.0, 1.1, 1.2]), estimate([2.0, 2.1, 2.2])], False)[0] == [0]
+
+
+def test_a_deterministic_model_is_never_bold_on_zero_variance():
+    exact, other_exact = estimate([0.5, 0.5, 0.5]), estimate([0.4, 0.4, 0.4])
+    assert exact.interval.deterministic and not exact.interval.has_interval
+    # two deterministic models: nothing to test on, whatever the gap between them
+    rows, tips = bold_best([exact, other_exact], True)
+    assert rows == [] and "not testable" in tips[1]
+    # a deterministic best and a seeded model: the test rests on the seeded model's seed variance
+    assert bold_best([exact, estimate([0.40, 0.49, 0.58])], True)[0] == []  # within its seeds' noise
+    assert bold_best([exact, estimate([0.30, 0.31, 0.32])], True)[0] == [0]  # beyond it
+    # a seeded best is tested against a deterministic runner-up too (no bold beside a close exact value)
+    assert bold_best([estimate([0.49, 0.51, 0.53]), exact], True)[0] == []
+    # and a deterministic model beside the one it cannot be told from leaves the column without bold
+    assert bold_best([exact, other_exact, estimate([0.1, 0.11, 0.12])], True)[0] == []
     # bookkeeping (the share of topics an LLM answered for) has no best: shown, never bold
     runs = _runs(_scores({"a": {"llm_rating_answered": 0.0}, "b": {"llm_rating_answered": 1.0}}))
     assert metric_pivot(runs, "llm_rating_answered", models=["a", "b"], corpora=["c1"]).best == frozenset()
@@ -316,15 +369,18 @@ def test_similar_topics_are_matched_across_models_by_their_top_words():
     assert cells.lda[1].words == ("team", "game") and cells.lda[2] is None  # no shared word: no match
 
 
-def test_a_tau_over_few_models_carries_a_caution():
+def test_a_tau_over_few_models_carries_a_caution_and_every_tau_is_marked_descriptive():
     three = _runs(_scores({"a": {"umass@10": -1.0, "npmi@10": 0.3}, "b": {"umass@10": -2.0, "npmi@10": 0.2},
                            "c": {"umass@10": -3.0, "npmi@10": 0.1}}))
-    assert ranking_agreement(three, 10).note.startswith("Caution: over 3 models, Kendall's tau takes only a few values")
+    assert ranking_agreement(three, 10).note.startswith(
+        "Kendall's tau is descriptive, over 3 models' means: no interval. Caution: over 3 models, Kendall's tau takes "
+        "only a few values")
     five = _runs(_scores({name: {"umass@10": -i, "npmi@10": 0.1 * i} for i, name in enumerate("abcde")}))
-    assert ranking_agreement(five, 10).note == ""
+    assert ranking_agreement(five, 10).note == "Kendall's tau is descriptive, over 5 models' means: no interval."
     # a model without the base score is in no ranking, and the note says so, with why
     without = pd.concat([five, _runs(_scores({"f": {"npmi@10": 0.3}}))], ignore_index=True)
-    assert ranking_agreement(without, 10).note == "Not ranked, without UMass@10: f on c1 (f's runs logged no umass@10: " \
+    assert ranking_agreement(without, 10).note == "Kendall's tau is descriptive, over 5 models' means: no interval. " \
+        "Not ranked, without UMass@10: f on c1 (f's runs logged no umass@10: " \
         "not a number for its topics, or tracked before umass was asked for (rerun to score it))."
 
 
@@ -338,23 +394,21 @@ def test_a_failure_that_a_later_fit_of_the_same_seed_replaced_is_not_a_failure()
     assert (status.finished, status.failed, status.interrupted) == (2, 1, 0)
 
 
-def test_at_matched_k_each_model_is_scored_on_its_k_most_prevalent_topics():
-    from topicbench.tasks.report.summary import matched_k_table
+def test_set1_bolds_a_row_only_where_a_paired_test_beats_both_others():
+    from scipy.stats import ttest_rel
 
-    def topics(npmi, shares):
-        return pd.DataFrame({"npmi@10": npmi, "share": shares})
+    from topicbench.tasks.report.statistics import paired_best
 
-    scores = {  # "many" has 6 topics, its 2 most prevalent coherent; "few" has 2
-        ("c1", "many", 0): topics([0.30, 0.0, 0.0, 0.0, 0.0, 0.20], [0.3, 0.1, 0.1, 0.1, 0.1, 0.3]),
-        ("c1", "many", 1): topics([0.32, 0.0, 0.0, 0.0, 0.0, 0.22], [0.3, 0.1, 0.1, 0.1, 0.1, 0.3]),
-        ("c1", "few", 0): topics([0.10, 0.12], [0.5, 0.5]),
-        ("c1", "few", 1): topics([0.11, 0.13], [0.5, 0.5]),
-    }
-    table = matched_k_table(scores, [("npmi@10", "NPMI@10")], models=["many", "few", "none"], corpora=["c1"])
-    assert list(table.cells["K · c1"]) == [2, 2, 2]
-    many, few, none = table.cells["NPMI@10 · c1"]
-    assert many.mean == pytest.approx(0.26) and many.n == 2 and few.mean == pytest.approx(0.115)
-    assert isinstance(none, Gap) and "none's runs hold no per-topic npmi@10" in table.note
-    assert table.ranks[(0, "NPMI@10 · c1")] == 1 and table.best == {(0, "NPMI@10 · c1")}
-    # over all its topics "many" would rank last (mean 0.09 < 0.115): matched K changes the verdict
-    assert np.mean([0.30, 0.0, 0.0, 0.0, 0.0, 0.20]) < few.mean
+    own, close, randk = [-2.0, -2.1, -2.2], [-1.9, -2.15, -2.1], [-5.0, -5.1, -4.9]
+    top, largest = paired_best([own, close, randk], True)
+    raw = [ttest_rel(close, own).pvalue, ttest_rel(close, randk).pvalue]
+    assert top == 1 and largest == pytest.approx(max(2 * min(raw), max(raw)))  # Holm over two tests
+    assert largest > 0.05  # close's lead over own is within the seeds' paired noise
+    runs = _runs([{"corpus": "c", "model": "gibbs", "seed": s, "log_likelihood_own": o * 1e6,
+                   "log_likelihood_elda": e * 1e6, "log_likelihood_randk": r * 1e6}
+                  for s, (o, e, r) in enumerate(zip(own, close, randk))])
+    table = set1_table(runs)
+    assert table.best == frozenset() and "not" not in table.tips[(0, "E-LDA ×1e6")]
+    assert f"{largest:.2g}" in table.tips[(0, "E-LDA ×1e6")] and "paired t-test" in table.note
+    # differences the same on every seed: no test on zero variance, so no bold
+    assert paired_best([[1.0, 2.0, 3.0], [2.0, 3.0, 4.0]], True) == (1, None)
