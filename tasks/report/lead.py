@@ -13,6 +13,16 @@ def _counted(count: int, one: str, many: str) -> str:
     return f"{count} {one if count == 1 else many}"
 
 
+def config_fits_finished(done, config: dict) -> int:
+    """How many of the config's (corpus, model, seed) fits the finished runs hold (a store or bundle
+    may hold other runs too, e.g. a piece's bundle holds every earlier piece's)."""
+    corpora = {c["name"] for c in config.get("corpora", [])}
+    models = {m.get("label") or m["model"] for m in config.get("models", [])}
+    seeds = set(config.get("seeds") or ())
+    mine = done[done.corpus.isin(corpora) & done.model.isin(models) & done.seed.isin(seeds)]
+    return len(mine[["corpus", "model", "seed"]].drop_duplicates())
+
+
 def report_lead(data) -> tuple:
     """The lines at the top of the report of ``data`` (its
     :class:`~topicbench.tasks.report.parts.ReportData`): what the report rests on, when and how it
@@ -33,7 +43,8 @@ def report_lead(data) -> tuple:
     if status.pending:
         running = [pair for pair in status.pending if pair in status.running]
         lines.append(
-            f"Status: {status.finished} of the config's {status.expected} fits are finished. Not finished yet "
+            f"Status: {config_fits_finished(done, config)} of the config's {status.expected} fits are finished. "
+            "Not finished yet "
             f"(fewer than {len(config['seeds'])} seeds): {', '.join(status.pending)}"
             + (f"; {CLAIMED}: {'all of them' if len(running) == len(status.pending) else ', '.join(running)}"
                if running else "")
