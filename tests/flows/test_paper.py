@@ -155,8 +155,8 @@ def test_paper_config_lists_the_papers_report_sections_and_they_resolve(tmp_path
     assert config.report_sections == tuple(read_experiment(SET1)["report_sections"])
     assert {"paper_notes", "paper_set1", "paper_set2"} <= set(config.report_sections)
     assert all(callable(REPORT_SECTIONS.get(name)) for name in config.report_sections)
-    # the summary opens the report, the settings flags follow it
-    assert config.report_sections[:2] == ("summary", "changed_settings")
+    # the summary opens the report, the K section and the settings flags follow it, then what it rests on
+    assert config.report_sections[:4] == ("summary", "k_comparison", "changed_settings", "data_and_settings")
 
 
 def test_paper_sections_are_built_from_the_runs():
