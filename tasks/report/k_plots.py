@@ -39,15 +39,20 @@ def metric_against_k_figure(runs, styles: dict, *, corpus: str, keys):
                 axis.scatter(mine.k, mine.value, label=model, s=18, color=style["color"], marker=style["marker"],
                              zorder=2)
         _k_axis(axis, points.k.tolist())
-        axis.set_title(title, fontsize=10)
-        axis.set_xlabel("K (topics used)", fontsize=8)
-        axis.set_ylabel(f"{title} (one point per run)", fontsize=8)
-        axis.tick_params(labelsize=7)
-        axis.grid(alpha=0.3)
+        _label_axis(axis, title, "K (topics used)", f"{title} (one point per run)")
     figure.suptitle(f"Scores against K — {corpus}", fontsize=11)
     figure.tight_layout()
     _legend_outside(figure, axes, "model")
     return figure
+
+
+def _label_axis(axis, title: str, xlabel: str, ylabel: str) -> None:
+    """One panel's title, axis labels and grid, the same in both figures."""
+    axis.set_title(title, fontsize=10)
+    axis.set_xlabel(xlabel, fontsize=8)
+    axis.set_ylabel(ylabel, fontsize=8)
+    axis.tick_params(labelsize=7)
+    axis.grid(alpha=0.3)
 
 
 def top_k_figure(runs, styles: dict, *, corpus: str, panels):
@@ -67,11 +72,7 @@ def top_k_figure(runs, styles: dict, *, corpus: str, panels):
         _k_axis(axis, [k for _, ks, _ in curves for k in (ks[0], ks[-1])])
         if axis.get_xscale() == "linear":  # k counts topics: whole ticks
             axis.xaxis.get_major_locator().set_params(integer=True)
-        axis.set_title(title, fontsize=10)
-        axis.set_xlabel("k most prevalent topics", fontsize=8)
-        axis.set_ylabel(f"{title}: mean over them", fontsize=8)
-        axis.tick_params(labelsize=7)
-        axis.grid(alpha=0.3)
+        _label_axis(axis, title, "k most prevalent topics", f"{title}: mean over them")
     figure.suptitle(f"Mean over the k most prevalent topics — {corpus}", fontsize=11)
     figure.tight_layout()
     _legend_outside(figure, axes, "model")
