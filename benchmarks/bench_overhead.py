@@ -43,7 +43,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_report import ENTRY_POINT, command_environment  # noqa: E402
+from bench_report import ENTRY_POINT, command_environment, first_claim_read_only  # noqa: E402
 
 CHECKOUT = Path(__file__).resolve().parents[1]
 PARTS = ("startup", "report", "ui", "export", "paper-import")
@@ -88,25 +88,6 @@ def tree_cpu_seconds(process) -> float:
     return total
 
 
-def first_claim_since(database: Path, since: float) -> float | None:
-    """When the first fit run created after ``since`` (epoch seconds) was claimed, read from the
-    sqlite file itself, read only (an MLflow client would create the tables the command is
-    creating); None before."""
-    import sqlite3
-
-    if not database.exists():
-        return None
-    try:
-        with contextlib.closing(sqlite3.connect(f"{database.as_uri()}?mode=ro", uri=True, timeout=1)) as connection:
-            first = connection.execute(
-                "SELECT MIN(runs.start_time) FROM runs JOIN tags ON tags.run_uuid = runs.run_uuid "
-                "WHERE tags.key = 'topicbench.role' AND tags.value = 'fit' AND runs.start_time >= ?",
-                (int(since * 1000),)).fetchone()[0]
-    except sqlite3.Error:  # the tables not created yet, or locked for a moment
-        return None
-    return first / 1000 if first is not None else None
-
-
 def time_startup(topicbench: list, folder: Path, env: dict, log: Path, extra: tuple = ()) -> tuple:
     """``topicbench run --no-report [extra]`` on the store in ``folder`` (a new one when there is
     none) until its first fit's claim: (wall seconds, CPU seconds of its process tree), both None
@@ -120,7 +101,7 @@ def time_startup(topicbench: list, folder: Path, env: dict, log: Path, extra: tu
     wall = cpu = None
     while run.poll() is None and time.time() - started < 600:
         cpu_now = tree_cpu_seconds(run)  # read before the claim check: the CPU spent up to it
-        claimed = first_claim_since(folder / "mlflow.db", started)
+        claimed = first_claim_read_only(folder / "mlflow.db", started)
         if claimed is not None:
             wall, cpu = claimed - started, cpu_now
             break

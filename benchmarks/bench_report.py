@@ -143,7 +143,7 @@ def time_overhead(topicbench: list, folder: Path, env: dict, log: Path) -> str:
     claimed = None
     while claimed is None and run.poll() is None and time.time() - started_epoch < 600:
         time.sleep(0.5)
-        claimed = _first_claim_read_only(folder / "mlflow.db")
+        claimed = first_claim_read_only(folder / "mlflow.db")
     run.send_signal(signal.SIGTERM)
     run.wait(timeout=120)
     if claimed is None:
@@ -152,9 +152,10 @@ def time_overhead(topicbench: list, folder: Path, env: dict, log: Path) -> str:
             f"(load {load_before:.2f} -> {os.getloadavg()[0]:.2f})")
 
 
-def _first_claim_read_only(database: Path) -> float | None:
-    """When the first fit run was claimed (epoch seconds), read from the sqlite file itself, read
-    only (an MLflow client would create the tables the command is creating); None before."""
+def first_claim_read_only(database: Path, since: float = 0.0) -> float | None:
+    """When the first fit run created after ``since`` (epoch seconds) was claimed, read from the
+    sqlite file itself, read only (an MLflow client would create the tables the command is
+    creating); None before."""
     import sqlite3
 
     if not database.exists():
@@ -163,7 +164,8 @@ def _first_claim_read_only(database: Path) -> float | None:
         with contextlib.closing(sqlite3.connect(f"{database.as_uri()}?mode=ro", uri=True, timeout=1)) as connection:
             first = connection.execute(
                 "SELECT MIN(runs.start_time) FROM runs JOIN tags ON tags.run_uuid = runs.run_uuid "
-                "WHERE tags.key = 'topicbench.role' AND tags.value = 'fit'").fetchone()[0]
+                "WHERE tags.key = 'topicbench.role' AND tags.value = 'fit' AND runs.start_time >= ?",
+                (int(since * 1000),)).fetchone()[0]
     except sqlite3.Error:  # the tables not created yet, or locked for a moment
         return None
     return first / 1000 if first is not None else None
