@@ -188,8 +188,10 @@ def fetch_dataset(name: str, dest=None, base_url: str | None = None,
         False when the folder was already complete (nothing downloaded).
     """
     dataset = get_dataset(name)
-    if base_url is not None and urllib.parse.urlsplit(base_url).scheme not in ("http", "https"):
-        raise DatasetError(f"--url must be an http:// or https:// base URL, got {base_url!r}")
+    # file:// reads a local copy of the publisher's repository (a snapshot, an unpacked archive):
+    # the way to fetch offline, with the same checksums
+    if base_url is not None and urllib.parse.urlsplit(base_url).scheme not in ("http", "https", "file"):
+        raise DatasetError(f"--url must be an http://, https:// or file:// base URL, got {base_url!r}")
     home = Path(dest).expanduser() if dest is not None else data_home()
     _check_data_folder(home, "--dest" if dest is not None else f"the data cache (${DATA_HOME_VARIABLE} or its default)")
     folder = home / dataset.name

@@ -30,7 +30,8 @@ def add_data_command(commands) -> None:
     )
     fetch.add_argument("name", help="a dataset name from `topicbench data list`")
     fetch.add_argument("--dest", metavar="DIR", help="write DIR/NAME instead of the data cache (default: the data cache)")
-    fetch.add_argument("--url", metavar="URL", help="a base URL (a mirror) in place of the published one (default: the published one)")
+    fetch.add_argument("--url", metavar="URL", help="a base URL (a mirror) in place of the published one, or file:///DIR for a "
+                       "local copy of the publisher's repository, checksums verified all the same (default: the published one)")
     fetch.add_argument("--timeout", type=number_in(0, low_open=True), default=DOWNLOAD_TIMEOUT_SECONDS, metavar="SECONDS",
                        help=f"how long to wait for the server to answer, and then for each next piece of a file "
                        f"(default: {DOWNLOAD_TIMEOUT_SECONDS:g})")

@@ -187,9 +187,24 @@ def test_the_cli_fetches_into_dest_and_reports_errors_on_one_line(server, cache,
     assert main(["data", "fetch", "tiny", "--url", server.url, "--dest", str(tmp_path / "mine")]) == 0
     assert (tmp_path / "mine" / "tiny" / "corpus.tsv").read_text() == TINY_CORPUS
     assert main(["data", "fetch", "tiny", "--url", "127.0.0.1:8000"]) == 2
-    assert "--url must be an http:// or https:// base URL, got '127.0.0.1:8000'" in capsys.readouterr().err
+    assert "--url must be an http://, https:// or file:// base URL, got '127.0.0.1:8000'" in capsys.readouterr().err
     assert main(["data", "fetch", "nyt"]) == 2
     assert "Unknown dataset 'nyt'. Available: congress, reuters, 20ng_politics, hoyle2021, proxann, BBC_News, DBLP, M10" in capsys.readouterr().err
+
+
+def test_a_local_copy_of_the_publishers_repository_is_a_mirror_with_the_same_checksums(server, cache, monkeypatch,
+                                                                                       tmp_path, capsys):
+    """Offline, a snapshot of the publisher's repository on disk is fetched from by file:// URL; a
+    file that differs from the published one is refused as a download would be."""
+    _tiny_release(server, monkeypatch)
+    local = server.root.as_uri()
+    assert main(["data", "fetch", "tiny", "--url", local, "--dest", str(tmp_path / "offline")]) == 0
+    assert (tmp_path / "offline" / "tiny" / "corpus.tsv").read_text() == TINY_CORPUS
+    assert server.requests == []  # read from disk, not served
+    (server.root / "preprocessed_data/TINY/TINY_words.txt").write_text("tax cut votes\n", encoding="utf-8")
+    assert main(["data", "fetch", "tiny", "--url", local]) == 2
+    assert "checksum mismatch for TINY_words.txt" in capsys.readouterr().err
+    assert not (cache / "tiny").exists()
 
 
 def test_data_list_names_every_dataset_and_whether_it_is_cached(server, cache, monkeypatch, capsys):
