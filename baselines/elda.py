@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from topicbench.core.constants import DEFAULT_EPSILON, DEFAULT_GENERATOR, OUTPUT_TOP_WORDS
-from topicbench.core.corpus import Corpus
-from topicbench.core.preprocess import corpus_from_token_lists
-from topicbench.core.elda.model import ELDA
-from topicbench.core.elda.generators import GENERATORS
-from topicbench.core.output import TopicModelOutput
-from topicbench.core.elda.parallel import LocalShards
+from typing import TYPE_CHECKING
+
+from topicbench.core.constants import DEFAULT_EPSILON, DEFAULT_GENERATOR, GENERATORS, OUTPUT_TOP_WORDS
 from topicbench.core.validation import InputError, check_epsilon, check_kappa
+
+# The estimator and its numba kernels are imported where the model fits: a config's check imports
+# this class for its settings, before any fit (numba's import is 0.3-1 s of CPU).
+if TYPE_CHECKING:
+    from topicbench.core.corpus import Corpus
+    from topicbench.core.output import TopicModelOutput
 
 from .base import TopicModel, require_choice, require_integers
 from .bounds import MAX_TOP_WORDS
@@ -99,6 +101,8 @@ class ELDAModel(TopicModel):
         """Compile (or load from numba's on-disk cache) the kernels once per process, on a
         three-document corpus, so that a fit's time is the fit's: a fresh Dask worker otherwise
         spends about 25 s compiling inside the first timed fit."""
+        from topicbench.core.preprocess import corpus_from_token_lists
+
         key = (self.settings["generator"], self.settings["algorithm"])
         if key not in _WARM:
             self._solve(corpus_from_token_lists(_WARM_UP_DOCUMENTS, name="warm-up"))
@@ -114,6 +118,9 @@ class ELDAModel(TopicModel):
         """The E-LDA solution on ``corpus`` with the configured algorithm, and the resolved values
         (``on_progress(links_made, budget, log_posterior)`` as the links are made)."""
         import numba
+
+        from topicbench.core.elda.model import ELDA
+        from topicbench.core.elda.parallel import LocalShards
 
         settings = self.settings
         parallel = settings["algorithm"] == "parallel"

@@ -177,6 +177,9 @@ def main(argv=None) -> None:
                         help="folder of the stores built once and reused")
     parser.add_argument("--checkout", default=str(CHECKOUT), help="the topicbench tree to time (default: this one)")
     parser.add_argument("--paper-experiment", default="paper", help="the paper store's experiment")
+    parser.add_argument("--profile", metavar="DIR",
+                        help="write each report's cProfile statistics to DIR/report-SIZE-N.prof "
+                        "(`topicbench --profile`; its figures then include the profiler's overhead)")
     parser.add_argument("--ui-port", type=int, default=5078)
     parser.add_argument("--existing-store", action="store_true",
                         help="time the start-up on a copy of the 3-run store (a new seed to fit), not on a new store "
@@ -245,7 +248,12 @@ def main(argv=None) -> None:
                 runs = fit_runs(uri, experiment)
                 for attempt in range(args.repeat):
                     before = load()
-                    wall, cpu, note = timed_command([*topicbench, "report", "--experiment", experiment, "--tracking-uri",
+                    profiled = []
+                    if args.profile:
+                        Path(args.profile).mkdir(parents=True, exist_ok=True)
+                        profiled = ["--profile", str(Path(args.profile).resolve() / f"report-{size}-{attempt + 1}.prof")]
+                    wall, cpu, note = timed_command([*topicbench, *profiled, "report", "--experiment", experiment,
+                                                     "--tracking-uri",
                                                      uri, "--out", str(scratch / f"report-{size}-{attempt}")],
                                                     scratch, env, log)
                     budget = (f"wall {against(wall, BUDGETS['report_117_wall'])}, CPU {cpu:.1f} s" if size == "117"

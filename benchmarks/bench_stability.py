@@ -19,17 +19,23 @@ numpy's allocations (tracemalloc; the numba kernels' output arrays are numpy's t
 compiled (or loaded from numba's cache) on a tiny instance first, outside the timing.
 
 With ``--paper`` it times instead what a report or an export spends scoring the stability of the
-paper's runs (results/paper/bundle: its (corpus, model) pairs, their topics and vocabulary sizes,
-three seeds each; the bundle holds no matrices, so they are synthesised: E-LDA's as keyword topics,
-the same fit at every seed as its exact greedy gives, the others dense, each seed a perturbed copy),
-before and after the permutation test (core/metrics/stability_chance.py):
+paper's runs (results/paper/bundle: its (corpus, model) pairs, their topics and each model's own
+vocabulary size, three seeds each; the bundle holds no matrices, so they are synthesised in the
+form each model's fits have: E-LDA's as keyword topics, the same fit at every seed as its exact
+greedy gives; Gibbs samplers' as counts plus β = 0.01 on every word (dense arrays, each row mostly
+its smoothing constant); BERTopic's as c-TF-IDF rows, zero but for ~300 words; the neural models'
+as softmax rows, no two entries alike; each seed a perturbed copy), before and after the
+permutation test (core/metrics/stability_chance.py):
 
 - before: every pair of seeds scored, E-LDA's included, and the chance level as 10 shuffles of
   seeds 0 and 1 with every topic matched (one shuffle timed, times 10; one E-LDA pair timed,
   times the pairs);
 - after: :func:`topicbench.tasks.results.stability.model_stability` as a report calls it: a
   deterministic model is not scored, the others' chance level is the permutation test over every
-  pair, many-topic runs sampled.
+  pair, many-topic runs sampled, and dense rows that are mostly one value compacted
+  (:func:`topicbench.core.metrics.stability.compacted`), dense many-word runs read on a sample of
+  their words (:mod:`topicbench.core.metrics.stability_sampled`); ``--uncompacted`` times the same
+  without either (the code before them), ``--after-only`` skips the "before" column.
 
     nice -n 10 .venv/bin/python benchmarks/bench_stability.py
     nice -n 10 .venv/bin/python benchmarks/bench_stability.py --elda-topics 1000 --threads 1
@@ -149,7 +155,8 @@ def run_case(name: str, a, b) -> None:
 
 def paper_shapes(bundle: Path) -> list:
     """(corpus, model, topics, words) of every (corpus, model) of a bundle: the most topics any of
-    its seeds used, and the corpus's vocabulary size (read from one run's output.json)."""
+    its seeds used, and its vocabulary size (read from its first run's output.json, whose words a
+    bundle of format 3 keeps in its table ``vocabularies``)."""
     import json
     import tarfile
 
@@ -157,28 +164,69 @@ def paper_shapes(bundle: Path) -> list:
 
     runs = pd.read_parquet(bundle / "tables" / "runs.parquet")
     runs = runs[runs.status == "FINISHED"]
-    words = {}
-    for corpus, group in runs.groupby("corpus"):
+    table = bundle / "tables" / "vocabularies.parquet"
+    sizes = pd.read_parquet(table).groupby("vocabulary").size().to_dict() if table.exists() else {}
+    shapes = []
+    for (corpus, model), group in runs.groupby(["corpus", "model"]):
         for run_id in group.run_id:
             archive = bundle / "artifacts" / f"{run_id}.tar.gz"
-            if not archive.exists():
-                continue
-            with tarfile.open(archive) as tar:
-                if "output/output.json" in tar.getnames():
-                    words[corpus] = len(json.load(tar.extractfile("output/output.json"))["vocabulary"])
-                    break
-    shapes = runs.groupby(["corpus", "model"]).num_topics_used.max()
-    return [(corpus, model, int(k), words[corpus]) for (corpus, model), k in shapes.items() if corpus in words]
+            if archive.exists():
+                with tarfile.open(archive) as tar:
+                    if "output/output.json" in tar.getnames():
+                        words = json.load(tar.extractfile("output/output.json"))["vocabulary"]
+                        n_words = sizes[words["bundle_vocabulary"]] if isinstance(words, dict) else len(words)
+                        shapes.append((corpus, model, int(group.num_topics_used.max()), int(n_words)))
+                        break
+    return shapes
+
+
+def gibbs_like(n_topics: int, n_words: int, rng, beta: float = 0.01) -> np.ndarray:
+    """A collapsed Gibbs sampler's topics, dense: (count + β) / norm, most words never drawn (2-5%
+    of them drawn, geometric counts), so most of each row is its smoothing constant."""
+    counts = np.zeros((n_topics, n_words))
+    for row in counts:
+        drawn = rng.choice(n_words, size=int(rng.integers(n_words // 50, n_words // 20)), replace=False)
+        row[drawn] = rng.geometric(0.2, size=len(drawn))
+    counts += beta
+    return counts / counts.sum(axis=1, keepdims=True)
+
+
+def bertopic_like(n_topics: int, n_words: int, rng) -> np.ndarray:
+    """BERTopic's c-TF-IDF topics, dense: zero but for ~300 words a topic."""
+    matrix = np.zeros((n_topics, n_words))
+    for row in matrix:
+        words = rng.choice(n_words, size=min(n_words, int(rng.integers(150, 450))), replace=False)
+        row[words] = rng.gamma(0.5, size=len(words))
+    return matrix / matrix.sum(axis=1, keepdims=True)
+
+
+def softmax_like(n_topics: int, n_words: int, rng) -> np.ndarray:
+    """A neural model's topics (ProdLDA, ETM, CTM, FASTopic): softmax rows, every entry its own."""
+    logits = rng.normal(0.0, 2.0, size=(n_topics, n_words))
+    weights = np.exp(logits - logits.max(axis=1, keepdims=True))
+    return weights / weights.sum(axis=1, keepdims=True)
 
 
 def paper_seeds(model: str, n_topics: int, n_words: int, rng) -> list:
-    """Three seeds of a model of the paper: E-LDA one keyword-topic fit three times (its exact
-    greedy ignores the seed), any other dense topics perturbed at each seed."""
+    """Three seeds of a model of the paper, each in the form its fits have (module docstring): E-LDA
+    one keyword-topic fit three times (its exact greedy ignores the seed), any other perturbed at
+    each seed (a perturbed Gibbs or BERTopic row keeps its constant or its zeros)."""
     if model.startswith("elda"):
         fit = elda_like(n_topics, n_words, 300, rng)
         return [fit, fit, fit]
-    first = rng.dirichlet(np.full(n_words, 0.05), size=n_topics)
-    return [first] + [other_seed(first, rng.dirichlet(np.full(n_words, 0.05), size=n_topics), rng) for _ in range(2)]
+    make = gibbs_like if model.startswith("gibbs") else bertopic_like if model == "bertopic" else softmax_like
+    first = make(n_topics, n_words, rng)
+    return [first] + [_perturbed(first, make(n_topics, n_words, rng), rng) for _ in range(2)]
+
+
+def _perturbed(matrix: np.ndarray, fresh: np.ndarray, rng, replaced: float = 0.1) -> np.ndarray:
+    """:func:`other_seed` for dense rows that keeps each row's smallest value where it is (a Gibbs
+    row's constant, BERTopic's zeros): only the other entries are scaled by U(0.7, 1.3)."""
+    smallest = matrix.min(axis=1, keepdims=True)
+    noisy = np.where(matrix > smallest, matrix * rng.uniform(0.7, 1.3, size=matrix.shape), matrix)
+    noisy /= noisy.sum(axis=1, keepdims=True)
+    keep = rng.uniform(size=matrix.shape[0]) >= replaced
+    return np.where(keep[:, None], noisy, fresh)[rng.permutation(matrix.shape[0])]
 
 
 def time_paper(bundle: Path, before: bool) -> None:
@@ -188,14 +236,14 @@ def time_paper(bundle: Path, before: bool) -> None:
     from topicbench.tasks.results.stability import STABILITY_MEASURES, model_stability
 
     rng = np.random.default_rng(0)
-    totals = {"after": 0.0, "before": 0.0}
-    print(f"{'corpus':<14} {'model':<20} {'topics':>6} {'words':>6}   {'after s':>8}   {'before s':>8}")
+    totals = {"after": 0.0, "after_cpu": 0.0, "before": 0.0}
+    print(f"{'corpus':<14} {'model':<20} {'topics':>6} {'words':>6}   {'after s':>8} {'(CPU s)':>8}   {'before s':>8}")
     for corpus, model, n_topics, n_words in paper_shapes(bundle):
         seeds = paper_seeds(model, n_topics, n_words, rng)
         vocabulary = [tuple(map(str, range(n_words)))] * 3
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         row = model_stability(seeds, vocabulary, [0, 1, 2])
-        after = time.perf_counter() - started
+        after, after_cpu = time.perf_counter() - started, time.process_time() - cpu
         old = float("nan")
         if before:
             old = 0.0
@@ -211,10 +259,14 @@ def time_paper(bundle: Path, before: bool) -> None:
                 chance_stability(seeds[0], seeds[1], measure, rng=np.random.default_rng(0), draws=1)
                 old += 10 * (time.perf_counter() - started)  # ten shuffles, each matched in full
         totals["after"] += after
+        totals["after_cpu"] += after_cpu
         totals["before"] += old
-        verdict = "not applicable" if row["deterministic"] else f"JS p = {row['jensen_shannon_chance_p']:.2f}"
-        print(f"{corpus:<14} {model:<20} {n_topics:>6} {n_words:>6}   {after:8.2f}   {old:8.2f}   {verdict}", flush=True)
-    print(f"total: after {totals['after']:.1f} s, before {totals['before']:.1f} s")
+        verdict = "not applicable" if row["deterministic"] else (
+            f"JS {row['jensen_shannon_mean']:.4f}, chance {row['jensen_shannon_chance']:.4f} "
+            f"± {row['jensen_shannon_chance_error']:.4f}, p = {row['jensen_shannon_chance_p']:.2f}")
+        print(f"{corpus:<14} {model:<20} {n_topics:>6} {n_words:>6}   {after:8.2f} {after_cpu:8.2f}   {old:8.2f}   {verdict}",
+              flush=True)
+    print(f"total: after {totals['after']:.1f} s ({totals['after_cpu']:.1f} CPU s), before {totals['before']:.1f} s")
 
 
 def time_chance(n_topics: int, n_words: int, stored: int, rng) -> None:
@@ -250,7 +302,15 @@ def main() -> None:
     parser.add_argument("--bundle", type=Path, default=Path("results/paper/bundle"))
     parser.add_argument("--after-only", action="store_true", help="with --paper: skip timing the old scoring")
     parser.add_argument("--chance", action="store_true", help="time the chance level alone, before and after")
+    parser.add_argument("--uncompacted", action="store_true",
+                        help="with --paper: score dense rows as they are, on every word (the code before issue 49's)")
     args = parser.parse_args()
+    if args.uncompacted:
+        import topicbench.core.metrics.stability as scoring
+        import topicbench.core.metrics.stability_sampled as sampled
+
+        scoring.COMPACT_SHARE = 2.0  # no row has more than all of its entries alike: nothing is compacted
+        sampled.WORD_BUDGET = float("inf")  # no pairs of seeds cost more: every word read
     if args.threads:
         numba.set_num_threads(args.threads)
     rng = np.random.default_rng(args.seed)

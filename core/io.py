@@ -47,9 +47,18 @@ def load_corpus(source=None, config: PreprocessConfig | None = None, *, name: st
 
 def read_builtin_corpus(config: PreprocessConfig | None = None) -> Corpus:
     """gensim's bundled Lee background corpus (300 news articles), one document a line."""
-    from gensim.test.utils import datapath
+    return read_text_file(builtin_corpus_path(), config, name=BUILTIN_CORPUS)
 
-    return read_text_file(datapath("lee_background.cor"), config, name=BUILTIN_CORPUS)
+
+def builtin_corpus_path() -> Path:
+    """Where gensim keeps the Lee corpus (``gensim.test.utils.datapath``'s folder), found without
+    importing gensim (scipy and smart_open with it: about a second before a benchmark's first fit)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("gensim")
+    if spec is None or not spec.submodule_search_locations:
+        raise InputError("the built-in corpus 'lee' is gensim's: install gensim")
+    return Path(spec.submodule_search_locations[0]) / "test" / "test_data" / "lee_background.cor"
 
 
 def read_text_file(path, config: PreprocessConfig | None = None, *, name: str | None = None) -> Corpus:

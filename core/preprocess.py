@@ -329,10 +329,10 @@ def _pattern(token_pattern: str):
 def _stopwords(stopwords) -> frozenset:
     if stopwords == "none":
         return frozenset()
-    if stopwords == "english":
-        from gensim.parsing.preprocessing import STOPWORDS
+    if stopwords == "english":  # gensim's list, without gensim's import (core/stopwords.py)
+        from .stopwords import ENGLISH_STOPWORDS
 
-        return frozenset(STOPWORDS)
+        return ENGLISH_STOPWORDS
     return frozenset(stopwords)
 
 

@@ -20,14 +20,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # scipy.sparse is imported where used: `topicbench elda` never needs it
     import scipy.sparse as sp
 
-from topicbench.core.elda.kernels.readout import rows_top_entries
 from .corpus import segment_ids
 from .validation import InputError
 
@@ -191,6 +189,12 @@ class ConstantPlusSparse:
     def top_columns(self, n: int) -> list[np.ndarray]:
         """Each row's ``n`` largest entries' columns, largest first, ties by lower column: what
         ``np.argsort(-row, kind="stable")[:n]`` gives, without the dense rows."""
+        # imported here: every module that names a model's output imports this one, and numba's
+        # import (0.3-1 s of CPU) belongs to the fit and the scoring, not to a command's start
+        import numba
+
+        from topicbench.core.elda.kernels.readout import rows_top_entries
+
         width = min(int(n), self.n_columns)
         above, counts = rows_top_entries(
             self.indptr, self.indices, self.values, self.row_constants, width, numba.get_num_threads()

@@ -181,6 +181,10 @@ def port_number(text: str) -> int:
 def check_port_free(port: int, host: str = "127.0.0.1") -> None:
     """Fail now if ``host:port`` is taken, rather than after a server half-started."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        if os.name != "nt":
+            # as the servers bind (uvicorn sets it): a server stopped a moment ago leaves its
+            # connections in TIME_WAIT, which fail a plain bind though the port is free to listen on
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind((host, port))
         except OSError as error:

@@ -170,9 +170,33 @@ def _stop_process(pid: int) -> None:
     while time.monotonic() < deadline:
         with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, os.WNOHANG)  # reaped when it is ours (the start that timed out)
-        if not process_alive(pid):
+        # the whole group gone, not only its leader: a child still exiting holds the port, and a
+        # `server start` right after the stop found it in use
+        if not process_alive(pid) and not _group_alive(pid):
             return
         time.sleep(0.2)
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pid, signal.SIGKILL)
 
+
+
+def _group_alive(group: int) -> bool:
+    """Whether any process of the process group ``group`` is left (zombies aside: a zombie's
+    parent reaps it, and it holds no port)."""
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    import psutil
+
+    members = [p for p in psutil.process_iter(["status"]) if _group_of(p) == group]
+    return any(p.info["status"] != psutil.STATUS_ZOMBIE for p in members)
+
+
+def _group_of(process) -> int | None:
+    try:
+        return os.getpgid(process.pid)
+    except OSError:
+        return None

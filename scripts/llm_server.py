@@ -10,7 +10,9 @@ reached the next. So this script
 - ``install``: builds llama-cpp-python for one fixed x86-64 target (x86-64-v3: SSE4.2, AVX, AVX2,
   FMA, F16C, BMI2; no AVX-512, AVX-VNNI or AMX), with pip's wheel cache off in both directions, and
   does nothing when the venv already holds that build (a marker in the venv records the flags, and
-  the installed CPU library is scanned);
+  the installed CPU library is scanned); the built wheel is kept in a cache of this script's own
+  (``~/.cache/topicbench/llama-cpp-portable/VERSION-PYTHON-MACHINE-FLAGS``) that a fresh clone's
+  setup installs from, scanned likewise;
 - ``scan``: disassembles the installed libraries and lists every instruction beyond the target
   (``objdump -d``; AVX-512 registers and masks, AMX tiles, VNNI dot products, ...);
 - ``check``: scans, then starts the server with the SmolLM2 model and asks it one chat completion,
@@ -119,21 +121,59 @@ def _built_here() -> bool:
             and bool(installed_libraries()))
 
 
+def wheel_cache() -> Path:
+    """The folder of this script's own portable build, kept between clones of the project on one
+    machine (a fresh clone's setup would otherwise spend ~8 minutes, 20 at load, building it again).
+    Keyed by everything the build depends on: the version, the flags, the Python and the platform;
+    pip's wheel cache is never used (a wheel there may be a native build of another machine's)."""
+    import hashlib
+
+    flags = hashlib.sha256(" ".join(cmake_args()).encode()).hexdigest()[:16]
+    key = f"{VERSION}-cp{sys.version_info[0]}{sys.version_info[1]}-{platform.machine()}-{flags}"
+    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return root / "topicbench" / "llama-cpp-portable" / key
+
+
 def install() -> None:
-    """Build and install llama-cpp-python for the portable target, unless the venv has that build."""
+    """Install llama-cpp-python built for the portable target, unless the venv has that build: from
+    this script's cached wheel of that build when there is one, else built from the source (and the
+    wheel cached). Either way the installed libraries are scanned; a cached wheel that fails the
+    scan is deleted and the build is done again."""
     if _built_here() and not scan():
         print(f"llm_server: {PACKAGE} {VERSION} (portable build) is installed")
         return
+    cache = wheel_cache()
+    cached = sorted(cache.glob("*.whl"))
+    if cached:
+        print(f"llm_server: installing {PACKAGE} {VERSION} from this script's portable build in {cache}", flush=True)
+        _install_wheel(cached[0])
+        if installed_libraries() and not scan():
+            return
+        print(f"llm_server: the cached wheel in {cache} lacks llama.cpp's libraries or holds instructions beyond "
+              "the target: building again", file=sys.stderr)
+        cached[0].unlink()
     print(f"llm_server: building {PACKAGE} {VERSION} for a portable target (about 8 minutes)", flush=True)
     env = {**os.environ, "CMAKE_ARGS": " ".join(cmake_args()), "FORCE_CMAKE": "1",
            "CMAKE_BUILD_PARALLEL_LEVEL": str(os.cpu_count() or 2)}
-    # --no-cache-dir: neither take a wheel another machine's build left in pip's cache (built for
-    # its CPU, tagged for any), nor leave ours there; --no-binary: always from the source.
+    with tempfile.TemporaryDirectory() as folder:
+        # --no-cache-dir: neither take a wheel another machine's build left in pip's cache (built for
+        # its CPU, tagged for any), nor leave ours there; --no-binary: always from the source.
+        subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-cache-dir", "--no-deps",
+                        "--no-binary", PACKAGE, "--wheel-dir", folder, f"{PACKAGE}=={VERSION}"], env=env, check=True)
+        [wheel] = Path(folder).glob("*.whl")
+        _install_wheel(wheel)
+        if scan():
+            raise SystemExit(1)
+        cache.mkdir(parents=True, exist_ok=True)
+        partial = cache / (wheel.name + ".partial")  # a setup killed mid-copy leaves no *.whl
+        partial.write_bytes(wheel.read_bytes())
+        partial.replace(cache / wheel.name)
+
+
+def _install_wheel(wheel: Path) -> None:
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-cache-dir", "--force-reinstall",
-                    "--no-deps", "--no-binary", PACKAGE, f"{PACKAGE}=={VERSION}"], env=env, check=True)
+                    "--no-deps", str(wheel)], check=True)
     _marker_path().write_text(json.dumps({"version": VERSION, "cmake_args": list(cmake_args())}) + "\n")
-    if scan():
-        raise SystemExit(1)
 
 
 def scan() -> list:

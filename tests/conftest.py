@@ -6,13 +6,23 @@ the dense reference twins with ``import naive``.
 
 from __future__ import annotations
 
+import os
+import shutil
 import string
+import tempfile
 from pathlib import Path
 
-import numpy as np
-import pytest
+# A PREFECT_HOME of this test session's (of each pytest-xdist worker's), set before anything imports
+# Prefect: a flow run without a server starts a temporary one on PREFECT_HOME's database, and two
+# sessions (or workers) sharing ~/.prefect would migrate and lock one sqlite file together.
+_SESSION_PREFECT_HOME = tempfile.mkdtemp(prefix="topicbench-tests-prefect-")
+os.environ["PREFECT_HOME"] = _SESSION_PREFECT_HOME
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 
-from topicbench.core.preprocess import corpus_from_token_lists
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from topicbench.core.preprocess import corpus_from_token_lists  # noqa: E402
 
 # ------------------------------------------------------------------------------------------------
 # Exactness tolerances
@@ -140,8 +150,6 @@ def tiny_corpus():
 @pytest.fixture(scope="session")
 def prefect_server(tmp_path_factory):
     """A temporary Prefect server (and PREFECT_HOME) for the flow tests."""
-    import os
-
     os.environ["PREFECT_HOME"] = str(tmp_path_factory.mktemp("prefect_home"))
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
@@ -172,3 +180,64 @@ def tiny_octis(tmp_path):
     folder.mkdir()
     (folder / "corpus.tsv").write_text("".join(lines))
     return folder
+
+
+def pytest_unconfigure(config):
+    shutil.rmtree(_SESSION_PREFECT_HOME, ignore_errors=True)
+
+
+# ------------------------------------------------------------------------------------------------
+# Servers started once per session (tests/servers.py hands them on to the modules that ask)
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def session_llm_server(tmp_path_factory):
+    """llama.cpp's server with SmolLM2: loading the model and its first completion take seconds to
+    minutes at load, once for the four modules that ask it."""
+    from servers import running_llm_server
+
+    with running_llm_server(tmp_path_factory.mktemp("llm")) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def session_postgres_server():
+    from servers import running_postgres
+
+    with running_postgres() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def session_prefect_api(tmp_path_factory):
+    from servers import running_prefect_server
+
+    with running_prefect_server(tmp_path_factory.mktemp("prefect-server")) as server:
+        yield server
+
+
+# ------------------------------------------------------------------------------------------------
+# Order under pytest-xdist
+# ------------------------------------------------------------------------------------------------
+
+#: The modules that take minutes (the slowest first, from `--durations` of whole-suite runs).
+#: Under pytest-xdist (scripts/test.sh: --dist loadfile) they are handed out first, so that none
+#: starts last and leaves one worker running alone at the end; a serial run keeps pytest's order.
+LONG_MODULES = (
+    "tests/flows/test_llm_judge_server.py", "tests/test_docs_build.py", "tests/core/test_precompile.py",
+    "tests/flows/test_exit_paths.py", "tests/flows/test_store_outages.py", "tests/flows/test_search.py",
+    "tests/core/test_greedy_chains.py", "tests/flows/test_judge_proxann.py", "tests/test_docs_examples.py",
+    "tests/baselines/test_topic_recovery.py", "tests/baselines/test_baselines_contract.py",
+    "tests/baselines/test_topicgpt_server.py", "tests/flows/test_model_plugin_run.py", "tests/flows/test_data.py",
+    "tests/tasks/test_llm_documents_server.py", "tests/flows/test_console_run.py", "tests/flows/test_run_claims.py",
+    "tests/flows/test_hostile_judges.py", "tests/flows/test_benchmark.py", "tests/flows/test_team_servers.py",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    rank = {module: index for index, module in enumerate(LONG_MODULES)}
+    # stable: within a module (and among the rest) pytest's order is kept; every worker sorts alike
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))

@@ -354,24 +354,34 @@ def mlflow_server(tmp_path_factory):
         yield server
 
 
-@pytest.fixture(scope="module")
-def llm_server(tmp_path_factory):
-    with running_llm_server(tmp_path_factory.mktemp("llm")) as server:
-        yield server
+# The LLM endpoint, PostgreSQL and the Prefect API server are started once per test session (per
+# pytest-xdist worker) by conftest.py's session fixtures: a fixture defined here and imported into
+# several modules would be a fixture of each module, started again for each. These module-scoped
+# names only hand the session's server on (and check that an earlier test did not leave it dead).
+
+
+def _alive(server: Server, what: str) -> Server:
+    assert server.process.poll() is None, f"the session's {what} has exited:\n{server.log_tail()}"
+    return server
 
 
 @pytest.fixture(scope="module")
-def postgres_server():
-    """A real PostgreSQL server for the module's tests (see :func:`running_postgres`)."""
-    with running_postgres() as server:
-        yield server
+def llm_server(session_llm_server):
+    """llama.cpp's server with SmolLM2, shared by the session (see :func:`running_llm_server`)."""
+    return _alive(session_llm_server, "llama.cpp server")
 
 
 @pytest.fixture(scope="module")
-def prefect_api(tmp_path_factory):
-    """A real Prefect API server for the module's tests (see :func:`running_prefect_server`)."""
-    with running_prefect_server(tmp_path_factory.mktemp("prefect-server")) as server:
-        yield server
+def postgres_server(session_postgres_server):
+    """A real PostgreSQL server shared by the session (see :func:`running_postgres`): each test
+    creates databases of its own in it with ``extra["new_database"](name)``."""
+    return _alive(session_postgres_server, "PostgreSQL server")
+
+
+@pytest.fixture(scope="module")
+def prefect_api(session_prefect_api):
+    """A real Prefect API server shared by the session (see :func:`running_prefect_server`)."""
+    return _alive(session_prefect_api, "Prefect API server")
 
 
 @pytest.fixture(scope="module")

@@ -31,7 +31,6 @@ import numpy as np
 from topicbench.core.constants import DENSE_COUNTS_MAX_WORDS
 from ..corpus import Corpus
 from ..validation import InputError
-from topicbench.core.metrics import kernels as _kernels
 
 logger = logging.getLogger(__name__)
 
@@ -95,6 +94,7 @@ class CooccurrenceCounts:
             pair of W is counted into a dense matrix, which needs
             ``len(word_ids) <= DENSE_COUNTS_MAX_WORDS``.
         """
+        from topicbench.core.metrics import kernels as _kernels  # numba's, here: not on a config check's import
         window = _check_window(window)
         word_ids = _check_word_ids(word_ids, reference.n_words, dense=pairs is None)
         n_counted = len(word_ids)

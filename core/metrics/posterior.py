@@ -22,16 +22,17 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from topicbench.core.constants import NULL_TOPIC_LOG_SCORE, PROBABILITY_FLOOR, RANDK_DRAWS
 from ..corpus import Corpus
-from topicbench.core.elda.generators import constant_plus_sparse_candidates, topic_matrix_candidates
-from topicbench.core.elda.greedy import fast_greedy
-from topicbench.core.elda.solution import Solution
 from ..topic_word import ConstantPlusSparse
 from ..validation import InputError, check_topic_matrix
+
+if TYPE_CHECKING:
+    from topicbench.core.elda.solution import Solution
 
 logger = logging.getLogger(__name__)
 
@@ -164,6 +165,11 @@ def matched_budget_elda(corpus: Corpus, log_phi, token_topics, labels=None) -> S
     κ = :func:`mean_distinct_topics` of the own assignment, so the budget k = D · κ equals the
     number of distinct (document, topic) pairs the model used.
     """
+    # E-LDA's numba kernels imported when E-LDA runs, not with the metrics' registry, which a
+    # config's check imports (numba's import is 0.3-1 s of CPU before a benchmark's first fit)
+    from topicbench.core.elda.generators import constant_plus_sparse_candidates, topic_matrix_candidates
+    from topicbench.core.elda.greedy import fast_greedy
+
     log_phi, token_topics = check_token_topics(corpus, log_phi, token_topics)
     kappa = mean_distinct_topics(corpus, token_topics)
     if isinstance(log_phi, ConstantPlusSparse):

@@ -44,9 +44,9 @@ import numpy as np
 from topicbench.core.constants import RBO_PERSISTENCE, RBO_TOP_N
 from ..topic_word import ConstantPlusSparse
 from ..validation import InputError
-from .stability import match_topics, seed_stability, shuffled_words
+from .stability import match_topics, prepared, seed_stability, shuffled_words
 from .stats import ALPHA
-from .topic_similarity import check_settings, check_topic_word, prepare, similarity_of
+from .topic_similarity import check_settings, check_topic_word, similarity_of
 
 __all__ = ["PERMUTATIONS", "MIN_SAMPLED_TOPICS", "MAX_SAMPLED_TOPICS", "ChanceTest", "chance_test"]
 
@@ -107,7 +107,7 @@ class ChanceTest:
 
 def chance_test(topic_words, measure: str = "jensen_shannon", *, rng, observed: float | None = None,
                 permutations: int = PERMUTATIONS, sampled_topics: int | None = None, top_n: int = RBO_TOP_N,
-                persistence: float = RBO_PERSISTENCE) -> ChanceTest:
+                persistence: float = RBO_PERSISTENCE, words=None) -> ChanceTest:
     """Test one model's stability across seeds against shuffled topics of its own runs.
 
     Parameters
@@ -125,6 +125,10 @@ def chance_test(topic_words, measure: str = "jensen_shannon", *, rng, observed: 
     sampled_topics : int, optional
         Topics of the shuffled run per draw; a run with more is sampled (default: the cost-matched
         m of the module docstring).
+    words : :class:`~topicbench.core.metrics.stability_sampled.WordSample`, optional
+        For Jensen-Shannon on dense runs: the words the observed similarity was read on; each
+        draw reads the same words with the same weights (the shuffle still moves a topic's words
+        over the whole vocabulary).
     """
     measure, top_n, persistence = check_settings(measure, top_n, persistence)
     _check_count(permutations, "permutations")
@@ -139,19 +143,20 @@ def chance_test(topic_words, measure: str = "jensen_shannon", *, rng, observed: 
             raise InputError("every run is the same fit: stability is not applicable, there is no chance level to test")
         observed = summary.mean_similarity
     pairs = [(i, j) for i in range(len(matrices)) for j in range(i + 1, len(matrices))]
-    prepared, sizes = {}, []
+    prepared_runs, sizes = {}, []
+    cut = _cutter(words)
     upper, lower = np.empty(permutations), np.empty(permutations)
     for draw in range(permutations):
         i, j = pairs[draw % len(pairs)]
         a, b = (i, j) if matrices[i].shape[0] >= matrices[j].shape[0] else (j, i)  # B: the fewer topics
-        if a not in prepared:
-            prepared[a] = prepare(matrices[a], measure, top_n, persistence)
+        if a not in prepared_runs:
+            prepared_runs[a] = prepared(cut(matrices[a]), measure, top_n, persistence)
         n_b = matrices[b].shape[0]
         size = sampled_topics if sampled_topics is not None else _cost_matched(n_b, len(pairs), permutations)
         if size < n_b:
             sizes.append(size)
-        upper[draw], lower[draw] = _draw((prepared[a], matrices[a].shape[0]), matrices[b], measure, top_n,
-                                         persistence, size, rng)
+        upper[draw], lower[draw] = _draw((prepared_runs[a], matrices[a].shape[0]), matrices[b], measure, top_n,
+                                         persistence, size, rng, cut)
     sampled = bool(sizes)
     return ChanceTest(
         measure=measure, observed=float(observed), null=upper, chance=float(upper.mean()),
@@ -162,7 +167,15 @@ def chance_test(topic_words, measure: str = "jensen_shannon", *, rng, observed: 
     )
 
 
-def _draw(run_a, b, measure, top_n, persistence, sampled_topics, rng) -> tuple[float, float]:
+def _cutter(words):
+    """The matrix as the draws read it: cut to ``words``' columns, each scaled by its weight."""
+    if words is None:
+        return lambda matrix: matrix
+    columns, weights = words.columns()
+    return lambda matrix: np.asarray(matrix)[:, columns] * weights
+
+
+def _draw(run_a, b, measure, top_n, persistence, sampled_topics, rng, cut) -> tuple[float, float]:
     """(upper, lower) estimates of one draw's matched similarity of A (``run_a``: prepared, and its
     number of topics) against B with B's words shuffled: equal, and exact, when B has no more than
     ``sampled_topics`` topics."""
@@ -170,12 +183,13 @@ def _draw(run_a, b, measure, top_n, persistence, sampled_topics, rng) -> tuple[f
     n_b = b.shape[0]
     larger = max(n_a, n_b)
     if n_b <= sampled_topics:
-        similarity = similarity_of(prepared_a, prepare(shuffled_words(b, rng), measure, top_n, persistence))
+        similarity = similarity_of(prepared_a, prepared(cut(shuffled_words(b, rng)), measure, top_n, persistence))
         exact = float(match_topics(similarity)[2].sum() / larger)
         return exact, exact
     rows = np.sort(rng.choice(n_b, size=sampled_topics, replace=False))
     subset = b.take(rows) if isinstance(b, ConstantPlusSparse) else b[rows]
-    similarity = similarity_of(prepared_a, prepare(shuffled_words(subset, rng), measure, top_n, persistence))
+    # shuffled dense, then compacted: the same draws of the generator as ever, the sparse kernel's cost
+    similarity = similarity_of(prepared_a, prepared(cut(shuffled_words(subset, rng)), measure, top_n, persistence))
     # the full statistic is the sum over B's n_b matched topics / max(K): per topic mean x n_b / larger
     scale = n_b / larger
     upper = float(match_topics(similarity)[2].mean() * scale)

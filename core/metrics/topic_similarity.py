@@ -45,7 +45,6 @@ from topicbench.core.constants import RBO_PERSISTENCE, RBO_TOP_N
 from ..output import check_probabilities, is_scipy_sparse
 from ..topic_word import ConstantPlusSparse
 from ..validation import InputError
-from topicbench.core.metrics import stability_kernels as kernels
 
 #: Similarities between topics of two runs.
 MEASURES = ("jensen_shannon", "top_words")
@@ -199,6 +198,10 @@ class PreparedTopics:
 
 def prepare(matrix, measure: str, top_n: int, persistence: float) -> PreparedTopics:
     """A checked matrix's topics in the form ``measure`` reads, computed once per run."""
+    # the numba kernels imported where topics are compared: a config's check imports this module
+    # for MEASURES, before any fit (numba's import is 0.3-1 s of CPU)
+    from topicbench.core.metrics import stability_kernels as kernels
+
     if measure == "top_words":
         if top_n > matrix.shape[1]:
             raise InputError(f"top_n = {top_n} exceeds the vocabulary of {matrix.shape[1]} words: lower top_n")
@@ -218,6 +221,8 @@ def prepare(matrix, measure: str, top_n: int, persistence: float) -> PreparedTop
 
 def similarity_of(a: PreparedTopics, b: PreparedTopics) -> np.ndarray:
     """(K_A, K_B) similarities of two prepared runs (of one measure)."""
+    from topicbench.core.metrics import stability_kernels as kernels
+
     if a.measure == "top_words":
         weighted, _ = a.arrays
         _, indicator = b.arrays

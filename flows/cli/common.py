@@ -127,9 +127,12 @@ def connect_timeout_argument(parser) -> None:
 
 
 def default_report_folder(experiment: str) -> Path:
-    from topicbench.flows.report import default_report_folder
+    """``results/<experiment>`` under the working folder, as :func:`topicbench.flows.report.default_report_folder`
+    makes it (a test holds the two equal): told here without importing the report's modules, which a
+    run's start does not need (they load pandas and the report's sections, seconds on a busy machine)."""
+    from topicbench.core.io import file_name_for
 
-    return default_report_folder(experiment)
+    return Path.cwd() / "results" / file_name_for(experiment)
 
 
 def tracking_uri(value: str | None) -> str:

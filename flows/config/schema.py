@@ -21,7 +21,7 @@ from topicbench.core.schema import DRAFT, NAME_SCHEMA, check_schema, integer
 SCHEMA_FILE_NAME = "topicbench-config.schema.json"
 
 
-def config_schema(model_names=None, *, plugins: bool = True) -> dict:
+def config_schema(model_names=None, *, plugins: bool = True, section_names: bool = True) -> dict:
     """The JSON Schema of a benchmark config.
 
     Parameters
@@ -32,10 +32,13 @@ def config_schema(model_names=None, *, plugins: bool = True) -> dict:
         names, which keeps other models' modules unimported.
     plugins : bool
         Include the models of installed plugins (the published file holds this package's own).
+    section_names : bool
+        Spell out the report's section names; without them ``report_sections`` takes any names.
+        Naming them imports the report's modules (a second or more of CPU), which checking a
+        config that gives no ``report_sections`` (a run's start) has no use for.
     """
     from topicbench.baselines.registry import MODELS
     from topicbench.core.metrics.registry import METRICS
-    from topicbench.flows.report import REPORT_SECTIONS
     from topicbench.flows.search_plan import SEARCH_SCHEMA
     from topicbench.tasks.llm.judge import LLM_SCHEMA
 
@@ -64,7 +67,7 @@ def config_schema(model_names=None, *, plugins: bool = True) -> dict:
             "scheduler": {"type": ["string", "null"], "description": "tcp://HOST:PORT of a running Dask scheduler"},
             "report_sections": {
                 "type": ["array", "null"], "minItems": 1,
-                "items": {"title": "report section", "enum": sorted(REPORT_SECTIONS.names())},
+                "items": {"title": "report section", **({"enum": _section_names()} if section_names else {"type": "string"})},
             },
             "llm": {"anyOf": [LLM_SCHEMA, {"type": "null"}]},
             "search": {"anyOf": [SEARCH_SCHEMA, {"type": "null"}]},
@@ -153,4 +156,12 @@ def check_config_data(data: dict, where: str) -> None:
     """Check a config's data (as read from YAML) against :func:`config_schema`, spelling out the
     settings of the models it names; an :class:`InputError` names the first violation."""
     named = {item.get("model") for item in data.get("models") or () if isinstance(item, dict)}
-    check_schema(data, config_schema(model_names={name for name in named if isinstance(name, str)}), where)
+    schema = config_schema(model_names={name for name in named if isinstance(name, str)},
+                           section_names=data.get("report_sections") is not None)
+    check_schema(data, schema, where)
+
+
+def _section_names() -> list:
+    from topicbench.flows.report import REPORT_SECTIONS
+
+    return sorted(REPORT_SECTIONS.names())

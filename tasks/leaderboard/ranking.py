@@ -224,11 +224,21 @@ def _set_aside_line(bundle: str, corpus: str, runs: pd.DataFrame, reference) -> 
 
 def _entry_names(runs: pd.DataFrame) -> pd.Series:
     """Each run's model as the leaderboard names it: the model, or "model (bundle)" where two
-    bundles hold a model of that name."""
+    bundles hold a model of that name that is not one model. It is one where every bundle fitted
+    it with the same settings (K included) and no dataset is in two of them: a leaderboard built in
+    pieces, a bundle per dataset, ranks each model across its datasets."""
     if runs.empty:
         return pd.Series([], dtype=object)
-    shared = runs.groupby("model").bundle.nunique()
-    return runs.apply(lambda run: run.model if shared[run.model] == 1 else f"{run.model} ({run.bundle})", axis=1)
+    one_model = {model: _one_model_across_bundles(group) for model, group in runs.groupby("model")}
+    return runs.apply(lambda run: run.model if one_model[run.model] else f"{run.model} ({run.bundle})", axis=1)
+
+
+def _one_model_across_bundles(runs: pd.DataFrame) -> bool:
+    if runs.bundle.nunique() == 1:
+        return True
+    settings = runs.settings.map(_canonical) + "|" + runs.num_topics.map(lambda k: "" if pd.isna(k) else str(k))
+    datasets_in_two = (runs.groupby("corpus").bundle.nunique() > 1).any()
+    return settings.nunique() == 1 and not datasets_in_two
 
 
 def seed_intervals(samples: dict, higher: bool) -> tuple[dict, dict]:

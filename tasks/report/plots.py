@@ -359,31 +359,39 @@ def duration_label(seconds: float) -> str:
     return f"{seconds:g} s"
 
 
-def write_plots(plots, runs: pd.DataFrame, folder, models, cache=None) -> dict:
+def write_plots(plots, runs: pd.DataFrame, folder, models, cache=None, drawing=None) -> dict:
     """Draw every plot request (see ``parts.Plot``) and write it as PNG into ``folder``;
     returns file name -> path for those that had something to draw. ``models`` fixes each model's
     style for all of them. With a :class:`~.plot_cache.PlotCache`, a plot drawn before from the
-    same request and runs is copied from it, not drawn (matplotlib is imported only to draw)."""
+    same request and runs is copied from it, not drawn (matplotlib is imported only to draw).
+    ``drawing``: a :class:`~.drawing.PngDrawing` of these plots already under way (its workers
+    drew while the caller did other work, as :func:`~.write.write_report` does); else each plot
+    is drawn here, in turn."""
+    from .drawing import PngDrawing
+
     folder = Path(folder)
-    styles = model_styles(models)
+    plots = list(plots)
+    owned = drawing is None
+    if owned:
+        drawing = PngDrawing(plots, runs, model_styles(models), cache, drawn_png=drawn_png,
+                             parallel=False)
     written = {}
-    for plot in plots:
-        key = cache.key(plot, "png") if cache is not None else None
-        content = cache.get(key) if key is not None else None
-        if content is None:
-            content = _drawn_png(plot, runs, styles)
-            if key is not None:
-                cache.put(key, content)
-        if not content:  # nothing to draw (kept as such: an empty entry)
-            continue
-        path = folder / plot.file_name
-        with replaced_atomically(path) as temporary:
-            Path(temporary).write_bytes(content)
-        written[plot.file_name] = path
+    try:
+        for number, plot in enumerate(plots):
+            content = drawing.content(number)
+            if not content:  # nothing to draw (kept as such: an empty entry)
+                continue
+            path = folder / plot.file_name
+            with replaced_atomically(path) as temporary:
+                Path(temporary).write_bytes(content)
+            written[plot.file_name] = path
+    finally:
+        if owned:
+            drawing.close()
     return written
 
 
-def _drawn_png(plot, runs: pd.DataFrame, styles: dict) -> bytes:
+def drawn_png(plot, runs: pd.DataFrame, styles: dict) -> bytes:
     """The plot drawn as PNG bytes; empty when it has nothing to draw."""
     import io
 

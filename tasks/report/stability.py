@@ -78,11 +78,25 @@ def chance_rule(table: pd.DataFrame) -> str:
                 f"{int(sampled.max())} here), so that the draws cost about what the seeds' own comparison does: an "
                 "upper estimate, so the test errs toward \"near chance\"; [± its sampling error] follows."
                 if len(sampled) else "")
+    sampling += _word_sampling(table)
     return (f"Chance: mean ± sd of {draws}permutation draws, each a pair of seeds (taken in turn) with the words of "
             "one run's topics shuffled. vs chance: one-sided permutation test of the matched similarity over every "
             f"pair of seeds against those draws; \"above chance\" where p ≤ α = {ALPHA:g}, else \"near chance\", "
             f"where \"topics reappearing\" says nothing.{sampling} {NOT_APPLICABLE.capitalize()}: every seed gave "
             "the same fit, so there is nothing to compare.")
+
+
+def _word_sampling(table: pd.DataFrame) -> str:
+    """The sentence on models whose Jensen-Shannon was read on a sample of their words, each with
+    its sampling error (:mod:`topicbench.core.metrics.stability_sampled`); empty where none was."""
+    if "sampled_words" not in table or table["sampled_words"].isna().all():
+        return ""
+    sampled = table[table["sampled_words"].notna()]
+    errors = "; ".join(f"{r.model} on {r.corpus}: {int(r.sampled_words):,} words, ± {r.jensen_shannon_error:.3f}"
+                       for r in sampled.itertuples())
+    return (" Dense topics over many words have their Jensen-Shannon similarity, and its chance level, read on a "
+            "sample of the words (those of most weight in any topic, and a random draw of the rest, weighted), so that "
+            f"it stays within seconds; the similarity from every word lies within ± its sampling error ({errors}).")
 
 
 def _cell(row: pd.Series, measure: str, summary: str):

@@ -22,9 +22,11 @@ def range_checked(runs: pd.DataFrame, key: str, estimates: dict) -> dict:
     outside the metric's valid range, or worse than the uniform model over the vocabulary each
     run logged (:func:`~topicbench.core.metrics.validity.unranked_reason`). The value stays."""
     done = finished_runs(runs)
+    # each pair's rows by position, found once (a mask per pair costs a scan of the table each)
+    rows = done.groupby(["corpus", "model"], sort=False).indices if estimates else {}
     checked = {}
     for (corpus, model), value in estimates.items():
-        mine = done[(done.corpus == corpus) & (done.model == model)]
+        mine = done.iloc[rows.get((corpus, model), [])]
         values = mine[key].tolist() if key in mine else list(value.values)
         sizes = mine[VOCABULARY_SIZE].tolist() if VOCABULARY_SIZE in mine and key in mine else ()
         reason = unranked_reason(key, values, sizes)

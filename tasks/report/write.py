@@ -11,7 +11,8 @@ from topicbench.core.validation import InputError
 
 from .interactive import interactive_plots
 from .plot_cache import PlotCache
-from .plots import write_plots
+from .drawing import PngDrawing
+from .plots import drawn_png, model_styles, write_plots
 from .render import render_html, render_markdown
 from .parts import Report, ReportData
 from .tables import failed_runs, interrupted_runs
@@ -33,9 +34,12 @@ def write_report(report: Report, data: ReportData, folder) -> dict:
     try:
         make_output_folder(folder, "the report folder")
         cache = PlotCache(folder, data.runs, data.models)  # an unchanged plot is copied, not drawn
-        images = write_plots(report.plots(), data.runs, folder, data.models, cache)
+        # the PNGs are drawn by worker processes while this one makes the interactive figures
+        with PngDrawing(report.plots(), data.runs, model_styles(data.models), cache,
+                        drawn_png=drawn_png) as drawing:
+            figures = interactive_plots(report.plots(), data.runs, data.models, cache)
+            images = write_plots(report.plots(), data.runs, folder, data.models, cache, drawing)
         write_text_atomically(folder / "report.md", render_markdown(report, images))
-        figures = interactive_plots(report.plots(), data.runs, data.models, cache)
         write_text_atomically(folder / "report.html", render_html(report, images, figures))
         cache.prune()
     except (OSError, OutputPathError) as error:  # the folder became something else while the runs ran

@@ -14,7 +14,11 @@ fit's tracked numbers as sorted text, rounded as the report shows them, which ``
 committed bundle reads as a change of results (:mod:`topicbench.tasks.results.bundle_scores`; the
 manifest's ``scores_file`` gives its lines and SHA-256). The fits' ``output/matrices.npz`` (about 15 MB a
 run) is left out unless asked for: only the stability section reads it, and the tables and
-``stability.json`` carry what it found.
+``stability.json`` carry what it found. Left out too, from format 3: a parent's rendered report
+(``report/``: the HTML with plotly.js inline, the plots), which ``topicbench report --bundle``
+writes again from the tables; and each fit's vocabulary, kept once per distinct vocabulary in the
+table ``vocabularies`` and put back by an import
+(:mod:`~topicbench.tasks.results.bundle_vocabularies`).
 
 :func:`import_bundle` recreates the runs in any store, parents first, with their tags (so their
 run keys) unchanged: a later ``run`` or ``paper`` on that store skips every imported fit, and a
@@ -55,6 +59,12 @@ from topicbench.tasks.results.bundle_checks import (  # noqa: F401 - BundleError
     unpack_archive,
 )
 from topicbench.tasks.results.bundle_scores import SCORES_MANIFEST_KEY, write_scores_file
+from topicbench.tasks.results.bundle_vocabularies import (
+    OUTPUT_JSON,
+    restore_vocabularies,
+    split_vocabulary,
+    vocabularies_table,
+)
 from topicbench.tasks.results.bundle_tables import (
     MANIFEST,
     TABLES_FOLDER,
@@ -70,11 +80,15 @@ from topicbench.tasks.results.stability import STABILITY_ARTIFACT
 from topicbench.tasks.store.claims import FIT_ROLE, PARENT_ROLE, ROLE_TAG, RUN_KEY
 from topicbench.tasks.store.filters import search_runs
 
-BUNDLE_FORMAT = 2
+#: 3: vocabularies kept once (``vocabularies``), no rendered report in a parent's archive; a
+#: topicbench reading format 2 at most refuses it rather than import references for words.
+BUNDLE_FORMAT = 3
 #: The tag an imported run carries: the id it had in the store it was exported from.
 ORIGIN_TAG = "topicbench.bundle.origin_run_id"
 #: Artifacts left out by default: large, and read only by the stability section.
 LARGE_ARTIFACTS = ("matrices.npz",)
+#: A parent run's rendered report (Markdown, HTML, plots): ``topicbench report --bundle`` writes it again.
+RENDERED_REPORT = "report"
 METRICS_PER_BATCH = 1000
 
 
@@ -99,12 +113,16 @@ def export_bundle(tracking_uri: str, experiment: str, out, *, with_matrices: boo
     fits = [run for run in runs if run.data.tags.get(ROLE_TAG) == FIT_ROLE]
     tables, report_columns = collect_tables(tracking_uri, experiment, fits, ids)
     stability = stability_records(tables["stability"])
-    hashes = {}
+    hashes, vocabularies = {}, {}
     for run in runs:
         pair = (run.data.tags.get("corpus"), run.data.tags.get("model"))
         extra = {STABILITY_ARTIFACT: stability[pair]} if run in fits and pair in stability else {}
-        hashes[ids[run.info.run_id]] = _pack_artifacts(client, run.info.run_id, archive_path(folder, ids[run.info.run_id]),
-                                                       skip=() if with_matrices else LARGE_ARTIFACTS, extra=extra)
+        parent = run.data.tags.get(ROLE_TAG) == PARENT_ROLE
+        hashes[ids[run.info.run_id]] = _pack_artifacts(
+            client, run.info.run_id, archive_path(folder, ids[run.info.run_id]),
+            skip=() if with_matrices else LARGE_ARTIFACTS, extra=extra, vocabularies=vocabularies,
+            skip_folders=(RENDERED_REPORT,) if parent else ())
+    tables["vocabularies"] = vocabularies_table(vocabularies)
     write_text_atomically(folder / RUNS_FILE, json_lines(records, sort_keys=True), "bundle runs")
     versions = package_versions()
     manifest = {
@@ -188,13 +206,16 @@ def _run_record(run, ids: dict) -> dict:
             "params": dict(run.data.params), "tags": tags, "metrics": dict(run.data.metrics)}
 
 
-def _pack_artifacts(client, run_id: str, target: Path, skip, extra: dict) -> str:
-    """The run's artifacts (less ``skip``, with ``extra``: {name: text} in place of any it has) as
-    ``target``, written whole or not at all; its SHA-256."""
+def _pack_artifacts(client, run_id: str, target: Path, skip, extra: dict, vocabularies: dict,
+                    skip_folders=()) -> str:
+    """The run's artifacts (less the files named ``skip`` and the top folders ``skip_folders``,
+    with ``extra``: {name: text} in place of any it has, the vocabulary of ``output/output.json``
+    moved into ``vocabularies``: {id: words}) as ``target``, written whole or not at all; its SHA-256."""
     with tempfile.TemporaryDirectory(prefix="topicbench-bundle-") as scratch:
         local = Path(client.download_artifacts(run_id, "", scratch))
         for name, text in extra.items():
             (local / name).write_text(text, encoding="utf-8")
+        _move_vocabulary(local / OUTPUT_JSON, vocabularies)
         # the same run gives the same bytes (no times or owners kept): exporting again into a
         # committed bundle changes only the runs that changed
         with replaced_atomically(target, "bundle archive") as temporary:
@@ -202,10 +223,22 @@ def _pack_artifacts(client, run_id: str, target: Path, skip, extra: dict) -> str
             with open(temporary, "wb") as file, gzip.GzipFile(target.name, "wb", 6, file, mtime=0) as packed, \
                     tarfile.open(fileobj=packed, mode="w") as archive:
                 for path in sorted(local.rglob("*")):
-                    if path.is_file() and path.name not in skip:
+                    if path.is_file() and path.name not in skip and path.relative_to(local).parts[0] not in skip_folders:
                         archive.add(path, arcname=str(path.relative_to(local)), filter=_without_times_or_owners)
             digest = hashlib.sha256(temporary.read_bytes()).hexdigest()
     return digest
+
+
+def _move_vocabulary(path: Path, vocabularies: dict) -> None:
+    """``path`` (a fit's ``output.json``, where it has one) with its vocabulary replaced by a
+    reference, the words kept in ``vocabularies`` (once per distinct vocabulary)."""
+    if not path.is_file():
+        return
+    split = split_vocabulary(path.read_bytes())
+    if split is not None:
+        data, vocabulary, words = split
+        vocabularies.setdefault(vocabulary, words)
+        path.write_bytes(data)
 
 
 def _without_times_or_owners(member: tarfile.TarInfo) -> tarfile.TarInfo:
@@ -230,6 +263,7 @@ def import_bundle(folder, tracking_uri: str) -> dict:
     histories = _metric_histories(checked)
     with tempfile.TemporaryDirectory(prefix="topicbench-import-") as staging:
         unpacked = {run_id: unpack_archive(path, Path(staging) / run_id) for run_id, path in checked.archives.items()}
+        restore_vocabularies(unpacked, checked.tables.get("vocabularies"))  # the files as exported, before any write
         # the experiment as a run creates it: artifacts beside a sqlite store, never in the working folder
         tracker = Tracker(tracking_uri, checked.manifest["experiment"])
         with import_lock(tracking_uri, checked.manifest["experiment"]):

@@ -54,8 +54,9 @@ from topicbench.tasks.store.claims import RUN_KEY
 logger = logging.getLogger(__name__)
 
 RUNS_FILE, ARTIFACTS_FOLDER = "runs.jsonl", "artifacts"
-#: The formats this topicbench reads: format 1 has no tables (import still reads it).
-READABLE_FORMATS = (1, 2)
+#: The formats this topicbench reads: format 1 has no tables (import still reads it); format 3 keeps
+#: each vocabulary once (:mod:`~topicbench.tasks.results.bundle_vocabularies`).
+READABLE_FORMATS = (1, 2, 3)
 #: The manifest's {bundle run id: SHA-256 of ``artifacts/<run id>.tar.gz``}, written since archives are checked.
 ARCHIVES_KEY = "archive_sha256"
 #: Bytes an archive may hold after its last member: tar pads to 10 KiB records, nothing needs more.

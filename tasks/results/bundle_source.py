@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from topicbench.tasks.results.bundle_checks import check_bundle
-from topicbench.tasks.results.bundle_tables import TABLE_COLUMNS, findings_from_table
+from topicbench.tasks.results.bundle_tables import REPORT_TABLES, findings_from_table
 from topicbench.tasks.results.data_settings import read_data_settings
 from topicbench.tasks.results.runs import TOPIC_SCORES_SHOWN
 from topicbench.tasks.results.runs import FINISHED
@@ -35,7 +35,7 @@ class BundleSource:
     def __init__(self, folder):
         self.folder = Path(folder)
         checked = check_bundle(self.folder)  # all of it checked up front: a malformed bundle is one line
-        self.manifest, self.tables = checked.manifest, checked.tables_named(TABLE_COLUMNS)
+        self.manifest, self.tables = checked.manifest, checked.tables_named(REPORT_TABLES)
         self.experiment = self.manifest["experiment"]
         self.described = f"--bundle {shlex.quote(str(folder))}"
         self._topic_scores = {run_id: _topic_scores_frame(part)

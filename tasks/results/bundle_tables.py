@@ -20,11 +20,15 @@ table                  one row per
                        changed_settings, skipped_metrics, training_loss_kind
 ``scores``             (run, tracked metric): run_id, metric (``npmi_top10``), score (``npmi@10``), value
 ``topics``             (run, topic, top word): run_id, topic, rank, word, weight (p(word | topic),
-                       NaN where the store kept no matrices)
+                       NaN where the store kept no matrices); from format 3 each topic's words up
+                       to its :data:`WORDS_KEPT`-th distinct one, the weights float32
 ``topic_facts``        (run, topic): run_id, topic, label, share, documents, by_label (JSON),
                        examples (JSON), each NaN/None where the run's artifacts lack it
-``topic_scores``       (run, topic, score key): run_id, topic, score, value
+``topic_scores``       (run, topic, score key): run_id, topic, score, value; from format 3 only
+                       the keys a report reads (:func:`topic_score_kept`), the values float32
 ``loss_curves``        (run, step): run_id, step, value
+``vocabularies``       vocabulary: vocabulary (its id), words (a JSON list) (format 3:
+                       :mod:`~topicbench.tasks.results.bundle_vocabularies`)
 ``stability``          (corpus, model) finding: corpus, model, kind (``scored``, ``one_seed``,
                        ``unreadable``, ``not_compared``), run_keys (JSON, the runs it covers),
                        seed, run_id, reason and the numbers of
@@ -44,6 +48,8 @@ import pandas as pd
 
 from topicbench.core.validation import InputError
 
+from topicbench.core.constants import RBO_TOP_N
+from topicbench.tasks.results.runs import TABLE_N
 from topicbench.tasks.store.fit_record import score_key
 
 TABLES_FOLDER = "tables"
@@ -65,7 +71,18 @@ TABLE_COLUMNS = {
     "loss_curves": {"run_id": "str", "step": "int64", "value": "float64"},
     "stability": {"corpus": "str", "model": "str", "kind": "str", "run_keys": "str", "seed": "float64",
                   "run_id": "str", "reason": "str"},  # and the numbers' columns
+    "vocabularies": {"vocabulary": "str", "words": "str"},
 }
+#: The tables a report reads (:class:`~topicbench.tasks.results.bundle_source.BundleSource`): all but
+#: ``vocabularies``, which only an import reads (and bundles before format 3 lack).
+REPORT_TABLES = tuple(name for name in TABLE_COLUMNS if name != "vocabularies")
+#: Columns written narrower than readers get them (read back as :data:`TABLE_COLUMNS` says): a
+#: per-topic score or weight is shown to 3 digits, and float32 holds 7. ``share`` stays float64: it
+#: orders a model's topics, and float32 could tie two that float64 tells apart.
+STORED_DTYPES = {"topic_scores": {"value": "float32"}, "topics": {"weight": "float32"}}
+#: Distinct words kept of each topic: the most any reader takes (the report's tables show TABLE_N,
+#: its matched topics compare the top RBO_TOP_N); the archives' topics.json keep them all.
+WORDS_KEPT = max(TABLE_N, RBO_TOP_N)
 
 
 class TableError(InputError):
@@ -128,9 +145,27 @@ class RunArtifacts:
 
 
 def _frame(rows: list, name: str) -> pd.DataFrame:
-    columns = TABLE_COLUMNS[name]
+    columns = {**TABLE_COLUMNS[name], **STORED_DTYPES.get(name, {})}
     frame = pd.DataFrame(rows, columns=list(columns)) if rows else pd.DataFrame({c: [] for c in columns})
     return frame.astype(columns)
+
+
+def topic_score_kept(key: str) -> bool:
+    """Whether the bundle's ``topic_scores`` keeps the per-topic score ``key``: one at N = TABLE_N
+    (the report's topics tables and its K section read no other N) or one with no N (an LLM's)."""
+    name, at, n = key.rpartition("@")
+    return not at or not name or n == str(TABLE_N)
+
+
+def kept_words(words: list) -> list:
+    """A topic's words up to its :data:`WORDS_KEPT`-th distinct one (a reader de-duplicates before
+    it takes its top N, so a repeated word must not cut the list short)."""
+    seen = set()
+    for place, word in enumerate(words):
+        seen.add(word)
+        if len(seen) == WORDS_KEPT:
+            return words[:place + 1]
+    return words
 
 
 def _runs_row(run, report_row: pd.Series) -> dict:
@@ -165,14 +200,14 @@ def _run_tables(client, run) -> dict:
     scores = topic_scores_table(client, run_id)
     if scores is not None:  # in the file's order: a reader rebuilds the same columns
         found["topic_scores"] = [{"run_id": run_id, "topic": int(topic), "score": key, "value": float(value)}
-                                 for key in scores.columns for topic, value in scores[key].items()]
+                                 for key in scores.columns if topic_score_kept(key) for topic, value in scores[key].items()]
     text = with_topic_facts(client, run_id, topics_artifact(client, run_id))
     if text:
         records = [{"topic": place, **record} for place, record in enumerate(json.loads(text))]  # hand-written ones too
         weights = _topic_word_weights(client, run_id, records)
         found["topics"] = [{"run_id": run_id, "topic": r["topic"], "rank": rank, "word": word,
                             "weight": weights.get((r["topic"], word), np.nan)}
-                           for r in records for rank, word in enumerate(r["words"].split())]
+                           for r in records for rank, word in enumerate(kept_words(r["words"].split()))]
         found["topic_facts"] = [_facts_row(run_id, record) for record in records]
     return found
 
@@ -262,11 +297,12 @@ def stability_records(table: pd.DataFrame) -> dict:
 
     records = {}
     for row in table[table.kind.isin(["scored", "not_compared"])].to_dict("records"):
-        numbers = {key: int(value) if key in ("seeds", "pairs") else value
-                   for key, value in row.items() if key not in TABLE_COLUMNS["stability"]}
+        # a not-compared row has no numbers (its columns are NaN), nor has a scored row every column
+        numbers = {key: int(value) if key in ("seeds", "pairs") and value == value else value
+                   for key, value in row.items() if key not in TABLE_COLUMNS["stability"]} if row["kind"] == "scored" else None
         records[(row["corpus"], row["model"])] = stability_record(
             row["corpus"], row["model"], json.loads(row["run_keys"]), STABILITY_MEASURES,
-            numbers if row["kind"] == "scored" else None, row["reason"] if row["kind"] == "not_compared" else None)
+            numbers, row["reason"] if row["kind"] == "not_compared" else None)
     return records
 
 
@@ -377,4 +413,5 @@ def _read_table(path: Path, name: str, facts: dict) -> pd.DataFrame:
     if len(frame) != facts.get("rows") or missing:
         raise TableError(f"{path}: table {name!r} has {len(frame)} rows (the manifest says {facts.get('rows')})"
                          f"{' and lacks ' + ', '.join(missing) if missing else ''}; {fix}")
-    return frame
+    widened = {column: TABLE_COLUMNS[name][column] for column in STORED_DTYPES.get(name, {})}
+    return frame.astype(widened) if widened else frame  # every reader gets the types TABLE_COLUMNS names

@@ -31,6 +31,10 @@ STABILITY_MEASURES = ("jensen_shannon", "top_words")
 CHANCE_SEED = 0
 #: The numbers of each measure in a row of :attr:`StabilityFindings.table` (``{measure}_{name}``).
 MEASURE_NUMBERS = ("mean", "sd", "share_mean", "share_sd", "chance", "chance_sd", "chance_error", "chance_p")
+#: The numbers of a measure read on a sample of the words (Jensen-Shannon of dense many-word runs,
+#: :mod:`topicbench.core.metrics.stability_sampled`): the sampling error of the mean and the share;
+#: with ``sampled_words`` (NaN: every word read) in the row.
+SAMPLED_NUMBERS = ("error", "share_error")
 #: Where :func:`topicbench.tasks.store.artifacts.write_output_artifacts` puts a run's output.
 OUTPUT_ARTIFACT = "output"
 #: A bundle's record of a fit's model's stability (:func:`topicbench.tasks.results.bundle_tables.stability_records`):
@@ -39,6 +43,8 @@ STABILITY_ARTIFACT = "stability.json"
 #: The version of the stability scoring a kept record holds; raised when the numbers it gives change
 #: (2: the chance level a permutation test over every pair of seeds; deterministic models not scored).
 STABILITY_VERSION = 2
+#: The row column saying a row came from an older scoring's record (absent or NaN: this version's).
+VERSION_COLUMN = "stability_version"
 
 
 @dataclass(frozen=True)
@@ -69,7 +75,10 @@ class StabilityFindings:
         reappearing), ``{measure}_chance``/``_chance_sd`` (the permutation null's mean and sd),
         ``{measure}_chance_error`` (its sampling error, 0 when exact) and ``{measure}_chance_p``
         (the one-sided permutation p of the similarity against it:
-        :func:`~topicbench.core.metrics.stability_chance.chance_test`).
+        :func:`~topicbench.core.metrics.stability_chance.chance_test`); ``sampled_words`` (NaN:
+        every word read) and ``jensen_shannon_error``/``_share_error``, the sampling error of the
+        mean and the share where dense many-word runs were read on a sample of their words
+        (:mod:`~topicbench.core.metrics.stability_sampled`; 0 where every word was read).
     one_seed : tuple of (corpus, model)
         Pairs with a single finished seed: nothing to compare.
     unreadable : tuple of UnreadableRun
@@ -101,20 +110,28 @@ def model_stability(topic_words, vocabularies, seeds, measures=STABILITY_MEASURE
         Seed of the samples and shuffles of the chance test, which draws from every pair of seeds
         (:func:`~topicbench.core.metrics.stability_chance.chance_test`).
     """
-    from topicbench.core.metrics.stability import seed_stability
+    from topicbench.core.metrics.stability import checked_runs, identical_fits, seed_stability
     from topicbench.core.metrics.stability_chance import chance_test
+    from topicbench.core.metrics.stability_sampled import word_sample
 
     nan = float("nan")
-    row = {"seeds": len(seeds), "deterministic": 0.0, "permutations": nan, "sampled_topics": nan}
+    matrices, seeds = checked_runs(topic_words, vocabularies, seeds)  # one vocabulary, or an InputError
+    row = {"seeds": len(seeds), "pairs": len(seeds) * (len(seeds) - 1) // 2, "deterministic": 0.0,
+           "permutations": nan, "sampled_topics": nan, "sampled_words": nan}
     for measure in measures:
-        summary = seed_stability(topic_words, measure, vocabularies=vocabularies, labels=seeds)
-        row["pairs"] = summary.n_pairs
-        if summary.deterministic:  # one fit: nothing to match, and no chance level to test against
+        if identical_fits(matrices):  # one fit: nothing to match, and no chance level to test against
             row["deterministic"] = 1.0
             row.update({f"{measure}_{name}": nan for name in MEASURE_NUMBERS})
             continue
-        test = chance_test(topic_words, measure, rng=np.random.default_rng(chance_seed),
-                           observed=summary.mean_similarity)
+        # dense many-word runs: their Jensen-Shannon read on a sample of the words, its error stated
+        words = word_sample(matrices, np.random.default_rng(chance_seed)) if measure == "jensen_shannon" else None
+        row.update({f"{measure}_{name}": 0.0 for name in SAMPLED_NUMBERS})  # every word read: exact
+        if words is None:
+            summary = seed_stability(matrices, measure, labels=seeds)
+        else:
+            summary = _sampled_summary(matrices, seeds, words, row)
+        test = chance_test(matrices, measure, rng=np.random.default_rng(chance_seed),
+                           observed=summary.mean_similarity, words=words)
         row.update({"permutations": test.permutations,
                     "sampled_topics": nan if test.sampled_topics is None else test.sampled_topics,
                     f"{measure}_mean": summary.mean_similarity, f"{measure}_sd": summary.sd_similarity,
@@ -122,6 +139,17 @@ def model_stability(topic_words, vocabularies, seeds, measures=STABILITY_MEASURE
                     f"{measure}_chance": test.chance, f"{measure}_chance_sd": test.chance_sd,
                     f"{measure}_chance_error": test.chance_error, f"{measure}_chance_p": test.p_value})
     return row
+
+
+def _sampled_summary(topic_words, seeds, words, row: dict):
+    """The Jensen-Shannon summary of dense many-word runs read on ``words``, its sampling errors
+    and the sample's size put in ``row``."""
+    from topicbench.core.metrics.stability import REAPPEARANCE_THRESHOLD
+    from topicbench.core.metrics.stability_sampled import sampled_seed_stability
+
+    summary, errors = sampled_seed_stability(topic_words, list(seeds), words, REAPPEARANCE_THRESHOLD["jensen_shannon"])
+    row.update({"sampled_words": words.size, **{f"jensen_shannon_{name}": value for name, value in errors.items()}})
+    return summary
 
 
 def stability_applies(topic_words) -> bool:
@@ -179,10 +207,14 @@ def _seed_runs_stability(client, group: pd.DataFrame, measures) -> tuple:
     # what was found before for these very runs (by an earlier report, or by the bundle they were
     # imported from without their matrices): finished runs never change, so neither does this
     recorded = _recorded_stability(client, group, measures)
-    if recorded is not None:
+    if recorded is not None and recorded.get("version", 1) == STABILITY_VERSION:
         return recorded["row"], [], recorded["not_compared"] or ""
     with tempfile.TemporaryDirectory(prefix="topicbench-stability-") as folder:
         read, failed = _download_outputs(client, group, Path(folder))
+    if len(read) < 2 and recorded is not None:
+        # an older scoring's numbers, kept where the outputs did not travel (a bundle exported
+        # without its matrices): shown as scored before the test, never dropped
+        return _older_row(recorded), [], recorded["not_compared"] or ""
     for seed, run_id, reason in failed:
         logger.warning("run %s: cannot read its %s/ artifact (%s)", run_id, OUTPUT_ARTIFACT, reason)
     if len(read) < 2:
@@ -200,11 +232,16 @@ def _seed_runs_stability(client, group: pd.DataFrame, measures) -> tuple:
 def stability_record(corpus: str, model: str, run_keys, measures, row: dict | None, why_not: str | None) -> str:
     """The :data:`STABILITY_ARTIFACT` of one model's seed runs: its stability ``row`` (or why its
     seeds were not compared) and the run keys and measures it covers, as a bundle's fits and a
-    store's runs keep it."""
+    store's runs keep it; a row of an older scoring (:data:`VERSION_COLUMN`) keeps its version."""
     import json
 
+    version = STABILITY_VERSION
+    if row is not None and VERSION_COLUMN in row:
+        row = dict(row)
+        older = row.pop(VERSION_COLUMN)
+        version = version if older is None or older != older else int(older)  # NaN: this version's
     return json.dumps({"corpus": corpus, "model": model, "run_keys": sorted(str(key) for key in run_keys),
-                       "measures": list(measures), "version": STABILITY_VERSION, "row": row,
+                       "measures": list(measures), "version": version, "row": row,
                        "not_compared": why_not or None}, indent=1, sort_keys=True)
 
 
@@ -228,33 +265,46 @@ def _plain(value):
     return int(value) if isinstance(value, (int, np.integer)) else float(value)
 
 
+def _older_row(recorded: dict) -> dict | None:
+    """An older scoring's row, marked with its version (:data:`VERSION_COLUMN`) so that a bundle
+    exported again keeps saying which scoring gave it."""
+    row = recorded.get("row")
+    return None if row is None else {**row, VERSION_COLUMN: int(recorded.get("version", 1))}
+
+
 def _recorded_stability(client, group: pd.DataFrame, measures) -> dict | None:
     """The :data:`STABILITY_ARTIFACT` a bundle gave these runs (imported without their matrices),
-    where it covers exactly these runs and measures; else None."""
+    where it covers exactly these runs and measures, of any scoring version; else None."""
     import json
+
+    from topicbench.tasks.results.store import local_artifact
 
     try:
         with tempfile.TemporaryDirectory(prefix="topicbench-stability-") as folder:
-            path = client.download_artifacts(group.run_id.iloc[0], STABILITY_ARTIFACT, folder)
+            path = (local_artifact(group.run_id.iloc[0], STABILITY_ARTIFACT)
+                    or client.download_artifacts(group.run_id.iloc[0], STABILITY_ARTIFACT, folder))
             recorded = json.loads(Path(path).read_text(encoding="utf-8"))
     except Exception as error:  # noqa: BLE001 - no record: the outputs are read, and named if unreadable
         logger.debug("runs %s: no %s (%s)", list(group.run_id), STABILITY_ARTIFACT, error)
         return None
     covers = recorded.get("run_keys") == sorted(str(key) for key in group.run_key)
-    current = recorded.get("version", 1) == STABILITY_VERSION  # numbers of an older scoring are scored again
-    return recorded if covers and current and recorded.get("measures") == list(measures) else None
+    return recorded if covers and recorded.get("measures") == list(measures) else None
 
 
 def _download_outputs(client, group: pd.DataFrame, folder: Path) -> tuple[list, list]:
     """(seed, topic-word matrix, vocabulary) of each run of ``group`` that could be read, and
     (seed, run id, reason) of each that could not."""
+    from topicbench.tasks.results.store import local_artifact
+
     read, failed = [], []
     for seed, run_id in zip(group.seed, group.run_id):
         target = folder / str(run_id)
         target.mkdir()
         try:
-            client.download_artifacts(run_id, OUTPUT_ARTIFACT, str(target))
-            matrix, vocabulary = read_topic_word(target / OUTPUT_ARTIFACT)
+            local = local_artifact(run_id, OUTPUT_ARTIFACT)  # read in place where the store's files are local
+            if local is None:
+                client.download_artifacts(run_id, OUTPUT_ARTIFACT, str(target))
+            matrix, vocabulary = read_topic_word(local or target / OUTPUT_ARTIFACT)
         except FileNotFoundError:  # a run imported without its matrices: the same words every time
             failed.append((int(seed), run_id, f"no {OUTPUT_ARTIFACT}/matrices.npz"))
             continue

@@ -38,6 +38,7 @@ def collect_runs(tracking_uri: str, experiment: str) -> pd.DataFrame:
     runs = search_runs(client, [found.experiment_id], tags={ROLE_TAG: FIT_ROLE}, order_by=["attributes.start_time DESC"])
     rows = []
     for run in _latest_attempts(runs):
+        _ARTIFACT_ROOTS[run.info.run_id] = run.info.artifact_uri
         tags = run.data.tags
         row = {
             "run_id": run.info.run_id, "status": run.info.status, "corpus": tags.get("corpus"),
@@ -112,12 +113,38 @@ def with_topic_facts(client, run_id: str, text: str | None) -> str | None:
     return json.dumps(records, ensure_ascii=False)
 
 
+#: run id -> its artifact URI, as :func:`collect_runs` found it (a run's artifact location never
+#: changes): the artifacts of a store whose artifacts are local files are then read in place.
+_ARTIFACT_ROOTS: dict = {}
+
+
+def local_artifact(run_id: str, path: str) -> Path | None:
+    """The run's artifact ``path`` as a local file or folder, where the run's artifacts are local
+    files (a file path or ``file:`` URI, as an sqlite store keeps them) and it exists; else None
+    (the artifact is then downloaded). MLflow's download of a local artifact copies it into a
+    temporary folder, about a quarter of a second a file on a loaded machine: four files a model."""
+    from urllib.parse import unquote, urlparse
+
+    root = _ARTIFACT_ROOTS.get(run_id)
+    if not root:
+        return None
+    parsed = urlparse(root)
+    if parsed.scheme not in ("", "file") or (parsed.scheme == "file" and parsed.netloc not in ("", "localhost")):
+        return None
+    found = Path(unquote(parsed.path) if parsed.scheme == "file" else root) / path
+    return found if found.exists() else None
+
+
 def read_artifact(client, run_id: str, path: str, read, *, missing_level: int = logging.INFO):
-    """``read(local path)`` of the run's artifact ``path`` (downloaded into a temporary folder);
-    None, logged at ``missing_level``, where the run has no such artifact or it cannot be read."""
+    """``read(local path)`` of the run's artifact ``path`` (read in place where it is a local file:
+    :func:`local_artifact`, else downloaded into a temporary folder); None, logged at
+    ``missing_level``, where the run has no such artifact or it cannot be read."""
     import tempfile
 
     try:
+        local = local_artifact(run_id, path)
+        if local is not None:
+            return read(str(local))
         with tempfile.TemporaryDirectory(prefix="topicbench-topics-") as folder:
             return read(client.download_artifacts(run_id, path, folder))
     except Exception as error:  # noqa: BLE001 - a report without this part is still a report
@@ -194,7 +221,7 @@ def topic_scores_table(client, run_id: str) -> pd.DataFrame | None:
 
 def topics_artifact(client, run_id: str):
     try:
-        path = client.download_artifacts(run_id, "topics.json")
+        path = local_artifact(run_id, "topics.json") or client.download_artifacts(run_id, "topics.json")
         return Path(path).read_text(encoding="utf-8")
     except Exception as error:  # a report without the topic list is still a report
         logger.warning("run %s: no topics.json (%s)", run_id, error)

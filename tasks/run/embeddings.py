@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from prefect import task
 from prefect.cache_policies import NONE
 
-from topicbench.core.corpus import Corpus
-from topicbench.core.threads import worker_threads
+if TYPE_CHECKING:  # numba (core.threads) is imported where the task runs, not by the flow that sends it
+    from topicbench.core.corpus import Corpus
 
 
 @task(name="embed_documents", retries=0, cache_policy=NONE)
@@ -18,6 +20,7 @@ def embed_documents(corpus: Corpus, model_path: str | None = None) -> str | None
     own and any error is recorded against each of them. Returns None, or the error's message.
     """
     from topicbench.baselines.embeddings import document_embeddings
+    from topicbench.core.threads import worker_threads
 
     with worker_threads():
         try:

@@ -8,16 +8,12 @@ import socket
 import time
 from dataclasses import dataclass, field
 
-import numpy as np
+from typing import TYPE_CHECKING
+
 from prefect import task
 from prefect.cache_policies import NONE
 
-from topicbench.baselines.registry import MODELS
-from topicbench.core.corpus import Corpus
 from topicbench.core.jsonl import json_lines
-from topicbench.core.output import TopicModelOutput
-from topicbench.core.metrics.scoring import score
-from topicbench.core.threads import worker_threads
 from topicbench.tasks.store.artifacts import (
     FIT_WARNINGS,
     LLM_FIT_RECORDS,
@@ -30,9 +26,15 @@ from topicbench.tasks.store.artifacts import (
 )
 from topicbench.tasks.run import progress
 from topicbench.tasks.run.fit_warnings import capturing_warnings, warning_lines
-from topicbench.tasks.run.metric_context import process_metric_context_built
 from topicbench.tasks.run.progress import fit_progress
 
+# The models, the metrics and numba are imported where a fit runs, not where the flow that sends it
+# imports this module: the flow's start (before its first fit) has no use for them (seconds of CPU).
+if TYPE_CHECKING:
+    import numpy as np
+
+    from topicbench.core.corpus import Corpus
+    from topicbench.core.output import TopicModelOutput
 
 
 @dataclass(frozen=True, eq=False)
@@ -68,6 +70,9 @@ def fit_model(
     ``fit_llm_completion_tokens`` (and ``fit_llm_cost`` where the endpoint states prices). A fit
     in the flow's own process stops at its next step once the flow stops listening to it
     (:func:`stops_with_its_flow`)."""
+    from topicbench.baselines.registry import MODELS
+    from topicbench.core.threads import worker_threads
+
     label = label or f"{model}@{corpus.name} seed {seed}"
     stop_requested = stops_with_its_flow()
     with worker_threads(), fit_progress(label) as on_progress:
@@ -227,6 +232,10 @@ def _score_fit(fitted: FitResult, corpus, heldout, seed, metrics, context_metric
                reference=None, oov: str = "error", on_metric=None):
     """The scores of ``fitted`` in this process's metric context for ``corpus`` (coherence counted
     in ``reference``), the LLM records its scoring made, and whether that context was built for it."""
+    from topicbench.core.metrics.scoring import score
+    from topicbench.core.threads import worker_threads
+    from topicbench.tasks.run.metric_context import process_metric_context_built
+
     with worker_threads():
         context, lock, context_built = process_metric_context_built(corpus, context_metrics, top_n, heldout, llm=llm,
                                                                     llm_budget=llm_budget, reference=reference, oov=oov)

@@ -3,7 +3,8 @@
 - ``checks`` -- a tracking URI checked before any work; ``moved`` -- a copied sqlite store repointed;
   ``tracking_error`` -- the error of a store that cannot be used; ``mlflow_schema`` -- MLflow's
   tables and schema revisions; ``tracking_settings`` -- the environment's tracking settings and
-  topicbench's defaults of MLflow's client.
+  topicbench's defaults of MLflow's client; ``new_store`` -- a new sqlite store copied from an empty
+  one of MLflow's schema.
 - ``filters`` -- runs searched by tag with user text as data.
 - ``tracking`` -- the :class:`~topicbench.tasks.store.tracking.Tracker`: one parent run per
   benchmark, one nested run per fit; ``fit_record`` -- what a fit logs, as plain values;

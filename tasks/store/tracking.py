@@ -47,6 +47,7 @@ from topicbench.tasks.store.claims import (
     RunClaims,
 )
 from topicbench.tasks.store.locks import creation_lock, store_lock
+from topicbench.tasks.store.new_store import create_from_template
 from topicbench.tasks.store.checks import check_tracking_uri, lost_insert_race, sqlite_path, store_unavailable
 from topicbench.tasks.store.tracking_error import TrackingError
 from topicbench.tasks.store.tracking_settings import use_tracking_defaults
@@ -107,6 +108,7 @@ class Tracker(RunClaims):
         _make_database_folder(tracking_uri)
         super().__init__(tracking_uri, experiment)
         with creation_lock(tracking_uri):  # a fresh database's migration, the experiment's creation
+            create_from_template(tracking_uri)  # a new sqlite store: copied, not migrated from scratch
             self.client = MlflowClient(tracking_uri)
             self.experiment_id = self._experiment_id(experiment)
 

@@ -64,14 +64,16 @@ def test_minibatches_drop_the_short_last_batch_like_a_dataloader():
 
 
 def test_elda_compiles_its_kernels_once_per_process_outside_the_timed_fit(small_synthetic, monkeypatch):
+    from topicbench.core.elda.model import ELDA  # the estimator the model imports when it fits
+
     calls = []
-    original = elda_model.ELDA.fit
+    original = ELDA.fit
 
     def counting_fit(self, corpus, *args, **kwargs):
         calls.append(corpus.name)
         return original(self, corpus, *args, **kwargs)
 
-    monkeypatch.setattr(elda_model.ELDA, "fit", counting_fit)
+    monkeypatch.setattr(ELDA, "fit", counting_fit)
     monkeypatch.setattr(elda_model, "_WARM", set())
     for _ in range(2):
         output = MODELS.get("elda")(None, random_state=0, generator="raw_umass").fit(small_synthetic.corpus).output_

@@ -67,7 +67,7 @@ def test_a_bundle_reports_and_resumes_like_the_store_it_came_from(tracked, tmp_p
     assert "| gensim_lda | 2 |" in stability and "| gibbs_lda | 2 |" in stability  # both models scored
 
     manifest = export_bundle(source, "bundle-test", tmp_path / "bundle")
-    assert manifest["bundle_format"] == 2 and manifest["fits"] == 4
+    assert manifest["bundle_format"] == 3 and manifest["fits"] == 4
     assert manifest["tables"]["runs"]["rows"] == 4 and set(manifest["datasets"]) == {"toy"}
     assert manifest["config"]["experiment"] == "bundle-test"
 

@@ -164,3 +164,48 @@ def test_a_server_that_exits_at_once_is_an_error_naming_its_log(home, monkeypatc
     with pytest.raises(prefect_server.ServerStartError, match=r"exited with status 3 .*topicbench-server\.log"):
         prefect_server.start_server(_free_port(), home=home)
     assert not (home / prefect_server.STATE_FILE_NAME).exists()
+
+
+def test_stop_waits_for_the_whole_process_group_not_only_its_leader(home):
+    """A child still exiting after its leader holds the server's port: stop returns once the
+    group is gone, so a `server start` right after it finds the port free."""
+    import subprocess
+    import sys
+
+    from topicbench.flows import prefect_server
+
+    child = ("import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('ready', flush=True); "
+             "time.sleep(3)")
+    leader = subprocess.Popen(
+        [sys.executable, "-c", f"import subprocess, sys, time; c = subprocess.Popen([sys.executable, '-c', {child!r}], "
+                               "stdout=subprocess.PIPE); print(c.pid, c.stdout.readline().strip().decode(), flush=True); "
+                               "time.sleep(60)"],
+        stdout=subprocess.PIPE, start_new_session=True)
+    child_pid, ready = leader.stdout.readline().split()
+    assert ready == b"ready"
+    prefect_server._stop_process(leader.pid)
+    assert not prefect_server.process_alive(int(child_pid))
+    assert leader.poll() is not None
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="TIME_WAIT and SO_REUSEADDR as Linux has them")
+def test_a_port_left_in_time_wait_by_a_stopped_server_is_free_and_a_listening_one_is_not():
+    """`server stop` then `server start` on one port: the stopped server's closed connections
+    (TIME_WAIT) do not make the port look taken; a server listening there does."""
+    from topicbench.core.validation import InputError
+    from topicbench.flows.checks import check_port_free
+
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    port = listener.getsockname()[1]
+    with pytest.raises(InputError, match=f"port {port} on 127.0.0.1 is in use"):
+        check_port_free(port)
+    client = socket.create_connection(("127.0.0.1", port))
+    accepted, _ = listener.accept()
+    accepted.close()  # the server's side closes first: its end of the connection waits in TIME_WAIT
+    client.recv(1)
+    client.close()
+    listener.close()
+    check_port_free(port)

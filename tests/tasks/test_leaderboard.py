@@ -29,7 +29,7 @@ from topicbench.tasks.leaderboard.render import render_markdown
 
 
 def write_bundle(folder, scores: dict, *, experiment="bench", fingerprint="f" * 64, preprocessing=None,
-                 statuses=None, judge=None, fit_seconds=None, topics=None):
+                 statuses=None, judge=None, fit_seconds=None, topics=None, settings=None):
     """A format-2 bundle in ``folder``: ``scores`` maps (corpus, model) to {score key: [value a seed]};
     each fit takes 10 s times its seed + 1, or ``fit_seconds[model]``, and uses 20 topics, or
     ``topics[model]`` of the 20 asked for."""
@@ -42,7 +42,7 @@ def write_bundle(folder, scores: dict, *, experiment="bench", fingerprint="f" * 
             runs.append({"run_id": run_id, "run_key": run_id, "parent_id": "parent", "corpus": corpus, "model": model,
                          "model_class": model.title(), "seed": seed,
                          "status": (statuses or {}).get((corpus, model, seed), "FINISHED"),
-                         "num_topics_used": (topics or {}).get(model, 20.0), "num_topics": "20", "settings": json.dumps({"passes": 5}),
+                         "num_topics_used": (topics or {}).get(model, 20.0), "num_topics": "20", "settings": json.dumps(settings or {"passes": 5}),
                          "preprocessing": preprocessing, "corpus_fingerprint": fingerprint,
                          "corpus_source": f"/data/{corpus}", "peak_memory_mb": 200.0,
                          "fit_seconds": (fit_seconds or {}).get(model, 10.0 * (seed + 1)),
@@ -169,6 +169,27 @@ def test_one_model_name_in_two_bundles_is_told_apart(tmp_path):
     second = write_bundle(tmp_path / "second", {("toy", "lda"): {"npmi@10": [0.3, 0.4]}}, experiment="second")
     board = build_leaderboard([load_bundle(first), load_bundle(second)]).datasets[0]
     assert [entry.model for entry in board.entries] == ["lda (second)", "lda (first)"]
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # autorank's unused effect sizes
+def test_a_leaderboard_built_in_pieces_ranks_each_model_across_its_datasets(tmp_path):
+    """A bundle per dataset (how results/leaderboard is built): a model of one name and settings in
+    every piece is one entry, ranked with the datasets as blocks as if one bundle held them all;
+    fitted with other settings in one piece, it is told apart there."""
+    whole, means = _five_datasets(tmp_path)
+    pieces = []
+    for corpus, row in means.items():
+        scores = {(corpus, model): {"npmi@10": [mean - 0.01, mean, mean + 0.01], "cv@10": [1 - mean] * 3}
+                  for model, mean in zip(("a", "b", "c"), row)}
+        pieces.append(load_bundle(write_bundle(tmp_path / corpus, scores, experiment=f"{corpus}-models")))
+    together, apart = _ranking(build_leaderboard(pieces), "npmi@10"), _ranking(build_leaderboard([whole]), "npmi@10")
+    assert together.models == apart.models == ("a", "b", "c") and together.datasets == apart.datasets
+    assert together.reason is None and together.result.pvalue == pytest.approx(apart.result.pvalue)
+    assert together.mean_ranks == pytest.approx(apart.mean_ranks)
+    other = write_bundle(tmp_path / "d6", {("d6", "a"): {"npmi@10": [0.1, 0.2, 0.3]}}, experiment="d6-models",
+                         settings={"passes": 50})
+    names = {entry.model for board in build_leaderboard([*pieces, load_bundle(other)]).datasets for entry in board.entries}
+    assert {"a (d1-models)", "a (d6-models)", "b", "c"} <= names and "a" not in names
 
 
 def test_the_page_cautions_on_k_and_on_an_uncalibrated_judge(tmp_path):

@@ -95,3 +95,58 @@ def test_a_plot_with_nothing_to_draw_is_kept_as_such(tmp_path):
         images, figures = write(tmp_path, runs, fit_time_plot())
         assert images == {} and figures == {}
     assert DRAWN == {"png": 1, "html": 1}
+
+
+def pid_marked_fit_time(runs, styles, *, corpora, folder):
+    """The fit-time figure, leaving a file named by the process that drew it."""
+    import os
+    from pathlib import Path
+
+    (Path(folder) / f"drawn-by-{os.getpid()}").touch()
+    return plots.fit_time_figure(runs, styles, corpora=corpora)
+
+
+def test_a_reports_pngs_drawn_by_worker_processes_are_the_bytes_drawn_in_turn(tmp_path, monkeypatch):
+    import os
+
+    from topicbench.tasks.report import drawing
+
+    monkeypatch.setattr(drawing, "FIGURES_PER_WORKER", 1)  # two figures, two workers where there are two cores
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    requests = [Plot(f"fit_time_{number}.png", "fit time", partial(pid_marked_fit_time, corpora=("toy",), folder=str(marks)))
+                for number in range(2)]
+    nothing = Plot("nothing.png", "no runs of this corpus",
+                   partial(plots.coherence_figure, corpus="other", measures=(("npmi", "NPMI"),)))
+    runs = run_table()
+    in_turn = plots.write_plots([*requests, nothing], runs, tmp_path / "in-turn", MODELS)
+    assert [path.name for path in marks.iterdir()] == [f"drawn-by-{os.getpid()}"]  # both drawn here
+    for path in marks.iterdir():
+        path.unlink()
+    cache = PlotCache(tmp_path / "parallel", runs, MODELS)
+    with drawing.PngDrawing([*requests, nothing], runs, plots.model_styles(MODELS), cache,
+                            drawn_png=plots.drawn_png) as under_way:
+        parallel = plots.write_plots([*requests, nothing], runs, tmp_path / "parallel", MODELS, cache, under_way)
+    assert list(parallel) == list(in_turn) == ["fit_time_0.png", "fit_time_1.png"]  # nothing drawn: no file
+    for name in in_turn:
+        assert parallel[name].read_bytes() == in_turn[name].read_bytes()
+    drawers = {path.name for path in marks.iterdir()}
+    if drawing._forking():  # drawn by forked workers, none by this process
+        assert drawers and f"drawn-by-{os.getpid()}" not in drawers
+    assert len(list((tmp_path / "parallel" / CACHE_FOLDER).iterdir())) == 3  # each kept, the empty one too
+
+
+def test_a_figure_whose_worker_failed_is_drawn_here_and_its_own_error_raised(tmp_path):
+    from topicbench.tasks.report import drawing
+
+    broken = Plot("broken.png", "fails", partial(plots.fit_time_figure, corpora=("toy",), unknown_argument=1))
+    with drawing.PngDrawing([broken], run_table(), plots.model_styles(MODELS), drawn_png=plots.drawn_png) as under_way:
+        with pytest.raises(TypeError, match="unknown_argument"):
+            under_way.content(0)
+
+
+def test_workers_one_per_four_figures_at_most_the_cores():
+    from topicbench.tasks.report.drawing import worker_count
+
+    assert [worker_count(n, cores=2) for n in (0, 1, 4, 5, 7, 30)] == [0, 1, 1, 2, 2, 2]
+    assert worker_count(9, cores=8) == 3
